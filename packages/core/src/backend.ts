@@ -1,0 +1,93 @@
+import type { DeviceId } from './deviceId.js';
+
+/**
+ * The contract every backend package (cpu, cuda, hip, wgpu, and third parties) implements.
+ * Types only: the conformance suite (tooling/conformance) checks behaviour.
+ */
+
+/** What probe() found. `reason` is for people: which library or driver was tried and why it failed. */
+export type ProbeResult =
+  | { available: true; devices: number; versions: Record<string, string>; details?: string }
+  | { available: false; reason: string; versions?: Record<string, string> };
+
+export interface Backend {
+  /** The backend name; also the device type name (deviceType(name)). */
+  readonly name: string;
+  /** Never throws: says whether the backend can run here and, if not, why. */
+  probe(): Promise<ProbeResult>;
+  /** Rejects with ERR_DEVEXIT_UNAVAILABLE when probe() would say unavailable. */
+  deviceCount(): Promise<number>;
+  /**
+   * Opens device `index` (ERR_DEVEXIT_OUT_OF_RANGE past deviceCount()). Opening twice returns
+   * the same process-wide device service; its close is registered once per device and service.
+   */
+  open(index: number): Promise<Device>;
+}
+
+/** Built-in kernels every backend runs, with these arguments (n = element count):
+ * - fill_u32(out: buffer, value: u32, n: u32): out[i] = value
+ * - copy(src: buffer, dst: buffer, n: u32): dst[i] = src[i] (u32 elements)
+ * - saxpy_f32(x: buffer, y: buffer, a: f32, n: u32): y[i] = a * x[i] + y[i]
+ * - sum_f32(x: buffer, out: buffer, n: u32): out[0] = x[0] + ... + x[n-1] (float order may vary)
+ * Launch them with grid = n.
+ */
+export type BuiltinKernelName = 'fill_u32' | 'copy' | 'saxpy_f32' | 'sum_f32';
+export const BUILTIN_KERNELS: readonly BuiltinKernelName[] = ['fill_u32', 'copy', 'saxpy_f32', 'sum_f32'];
+
+/** A device allocation. Opaque: only the backend that made it can use it. */
+export interface DeviceBuffer {
+  readonly device: DeviceId;
+  readonly size: number;
+}
+
+export interface Kernel {
+  readonly name: string;
+}
+
+/** Kernel arguments: a buffer, or a scalar tagged with its type. */
+export type KernelArg = DeviceBuffer | { u32: number } | { i32: number } | { f32: number };
+
+/** Global work size: invocations in x (and optionally y, z). */
+export type Grid = number | readonly [number, number?, number?];
+
+/**
+ * A device's queue service: commands run in the order they were enqueued. Enqueueing methods
+ * return at once (the data of write() is copied at call time); read() and flush() settle when
+ * the queue reached them. After close, calls throw ERR_DEVEXIT_DEVICE_CLOSED; after exit began,
+ * ERR_DEVEXIT_EXITING.
+ */
+export interface Queue {
+  alloc(bytes: number): DeviceBuffer;
+  free(buffer: DeviceBuffer): void;
+  write(buffer: DeviceBuffer, data: ArrayBufferView, offset?: number): void;
+  read(buffer: DeviceBuffer, offset?: number, bytes?: number): Promise<Uint8Array>;
+  /** Fills with a repeated u32 value; offset and bytes are multiples of 4. */
+  fill(buffer: DeviceBuffer, value: number, offset?: number, bytes?: number): void;
+  copy(src: DeviceBuffer, dst: DeviceBuffer, bytes?: number, srcOffset?: number, dstOffset?: number): void;
+  launch(kernel: Kernel, grid: Grid, args: readonly KernelArg[]): void;
+  /** Settles once everything enqueued before it has run. */
+  flush(): Promise<void>;
+}
+
+export interface Device {
+  readonly id: DeviceId;
+  readonly backend: string;
+  /** Human-readable: "AMD Instinct MI210", "llvmpipe (LLVM 19)", "cpu (16 threads)". */
+  readonly name: string;
+  readonly closed: boolean;
+  /** The queue service, started on first use (not at open). Refused once exiting. */
+  queue(): Queue;
+  /** A built-in kernel by name. */
+  kernel(name: BuiltinKernelName): Kernel;
+  /**
+   * A user kernel. `source` is backend-specific: a shared-object path (cpu), PTX or CUDA C++
+   * (cuda), a code object or HIP C++ (hip), WGSL (wgpu). `entry` names the function.
+   */
+  loadKernel(source: string | Uint8Array, entry: string): Promise<Kernel>;
+  /**
+   * Closes the device's services now: stops accepting work, settles what was queued (see the
+   * backend's README for finish-or-drop), releases vendor objects, and unregisters the close so
+   * exit skips it. Idempotent.
+   */
+  close(): Promise<void>;
+}

@@ -1,0 +1,52 @@
+import type { DeviceId } from './deviceId.js';
+import { formatDeviceId } from './deviceId.js';
+
+/** Error codes every backend uses, so callers can branch on `err.code`. */
+export type DevexitErrorCode =
+  | 'ERR_DEVEXIT_EXITING'
+  | 'ERR_DEVEXIT_DEVICE_CLOSED'
+  | 'ERR_DEVEXIT_OUT_OF_RANGE'
+  | 'ERR_DEVEXIT_UNAVAILABLE'
+  | 'ERR_DEVEXIT_SERVICE_CLOSE'
+  | 'ERR_DEVEXIT_BACKEND';
+
+export class DevexitError extends Error {
+  readonly code: DevexitErrorCode;
+  constructor(code: DevexitErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    this.name = 'DevexitError';
+  }
+}
+
+/** Thrown when a service would start after the process began closing services for exit. */
+export function exitingError(what: string): DevexitError {
+  return new DevexitError('ERR_DEVEXIT_EXITING', `devexit: cannot ${what}: the process is exiting`);
+}
+
+/** A close that failed or threw. Emitted as a process warning; the other closes still ran. */
+export class ServiceCloseError extends DevexitError {
+  readonly device: DeviceId;
+  readonly service: string;
+  constructor(device: DeviceId, service: string, cause: unknown) {
+    const why = cause instanceof Error ? cause.message : String(cause);
+    super('ERR_DEVEXIT_SERVICE_CLOSE', `devexit: closing ${formatDeviceId(device)}/${service} failed: ${why}`, {
+      cause,
+    });
+    this.name = 'ServiceCloseError';
+    this.device = device;
+    this.service = service;
+  }
+}
+
+export function deviceClosedError(device: DeviceId, what: string): DevexitError {
+  return new DevexitError('ERR_DEVEXIT_DEVICE_CLOSED', `devexit: cannot ${what}: ${formatDeviceId(device)} is closed`);
+}
+
+export function outOfRangeError(what: string, value: unknown, range: string): DevexitError {
+  return new DevexitError('ERR_DEVEXIT_OUT_OF_RANGE', `devexit: ${what} out of range: ${String(value)} (${range})`);
+}
+
+export function unavailableError(backend: string, reason: string): DevexitError {
+  return new DevexitError('ERR_DEVEXIT_UNAVAILABLE', `devexit: ${backend} is unavailable: ${reason}`);
+}

@@ -1,0 +1,42 @@
+export { configure, currentConfig, DEFAULT_TIMEOUT_MS, type DevexitConfig, type OnTimeout } from './config.js';
+export {
+  BUILTIN_DEVICE_TYPES,
+  checkDeviceId,
+  type DeviceId,
+  deviceId,
+  deviceType,
+  deviceTypeName,
+  formatDeviceId,
+} from './deviceId.js';
+export {
+  DevexitError,
+  type DevexitErrorCode,
+  deviceClosedError,
+  exitingError,
+  outOfRangeError,
+  ServiceCloseError,
+  unavailableError,
+} from './errors.js';
+export {
+  type CloseServicesOptions,
+  closeAtExit,
+  closeServices,
+  forgetClose,
+  getCloseReport,
+  installNativeBridge,
+  isExiting,
+} from './registry.js';
+export { type CloseReportEntry, formatReportLine, parseReportLines, type ReportMode } from './report.js';
+export type { NativeBridge } from './state.js';
+export {
+  type Backend,
+  BUILTIN_KERNELS,
+  type BuiltinKernelName,
+  type Device,
+  type DeviceBuffer,
+  type Grid,
+  type Kernel,
+  type KernelArg,
+  type ProbeResult,
+  type Queue,
+} from './backend.js';

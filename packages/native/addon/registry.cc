@@ -1,0 +1,511 @@
+#include "registry.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace devexit {
+namespace {
+
+constexpr size_t kMaxCloseThreads = 64;
+constexpr int64_t kDefaultTimeoutMs = 3000;
+
+struct Key {
+  uint16_t type;
+  uint32_t index;
+  std::string service;
+  bool operator==(const Key &o) const { return type == o.type && index == o.index && service == o.service; }
+};
+
+struct KeyHash {
+  size_t operator()(const Key &k) const {
+    size_t h = std::hash<std::string>()(k.service);
+    return h ^ ((static_cast<size_t>(k.type) << 32 | k.index) * 0x9E3779B97F4A7C15ull);
+  }
+};
+
+struct Entry {
+  devexit_close_fn close;
+  void *ctx;
+  uint64_t seq;
+};
+
+struct ReportLine {
+  uint16_t type;
+  uint32_t index;
+  std::string service;
+  std::string layer;
+  double ms;
+  const char *outcome;  // "ok" | "error" | "timeout"
+  std::string error;
+};
+
+enum ReportMode { kReportOff, kReportText, kReportJson };
+
+// Never destroyed: exit layers run after static destructors may have started.
+struct State {
+  std::mutex mu;
+  std::unordered_map<Key, Entry, KeyHash> entries;
+  uint64_t seq = 0;
+  std::atomic<uint32_t> exiting{0};
+  std::atomic<int64_t> timeout_ms{kDefaultTimeoutMs};
+  std::atomic<int> on_timeout{kTimeoutExit};
+  std::atomic<int> exit_code{-1};
+  uint32_t layers = kLayerAll;
+  ReportMode report_mode = kReportOff;
+
+  std::mutex types_mu;
+  std::vector<std::string> type_names;  // index = type id
+
+  std::mutex report_mu;
+  std::vector<ReportLine> report;
+
+  std::mutex flight_mu;
+  std::condition_variable flight_cv;
+  int in_flight = 0;
+};
+
+State &S() {
+  static State *s = new State();
+  return *s;
+}
+
+bool ValidName(const char *s) {
+  if (!s) return false;
+  size_t n = strnlen(s, DEVEXIT_MAX_NAME + 1);
+  return n > 0 && n <= DEVEXIT_MAX_NAME;
+}
+
+std::string TypeName(uint16_t type) {
+  State &s = S();
+  std::lock_guard<std::mutex> lock(s.types_mu);
+  if (type < s.type_names.size() && !s.type_names[type].empty()) return s.type_names[type];
+  return "type" + std::to_string(type);
+}
+
+void WriteAll(int fd, const std::string &text) {
+  const char *p = text.data();
+  size_t left = text.size();
+  while (left > 0) {
+    ssize_t n = write(fd, p, left);
+    if (n <= 0) return;
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+}
+
+std::string LineJson(const ReportLine &r) {
+  char ms[32];
+  snprintf(ms, sizeof ms, "%.3f", r.ms);
+  std::string out = "{\"device\":{\"type\":\"" + JsonEscape(TypeName(r.type)) + "\",\"typeId\":" +
+                    std::to_string(r.type) + ",\"index\":" + std::to_string(r.index) + "},\"service\":\"" +
+                    JsonEscape(r.service) + "\",\"layer\":\"" + JsonEscape(r.layer) + "\",\"ms\":" + ms +
+                    ",\"outcome\":\"" + r.outcome + "\",\"pid\":" + std::to_string(getpid());
+  if (!r.error.empty()) out += ",\"error\":\"" + JsonEscape(r.error) + "\"";
+  return out + "}";
+}
+
+// ---- the close engine ----
+
+struct Task {
+  Key key;
+  Entry entry;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  int rc = 0;
+  bool started = false;
+  bool done = false;
+  char error[256] = {0};
+};
+
+struct Job {
+  std::vector<std::vector<Task>> groups;  // one per device, last-registered-first
+  std::atomic<size_t> next{0};
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t groups_done = 0;
+  int64_t deadline_ns = 0;
+};
+
+void RunGroups(const std::shared_ptr<Job> &job) {
+  for (;;) {
+    size_t g = job->next.fetch_add(1);
+    if (g >= job->groups.size()) return;
+    for (Task &t : job->groups[g]) {
+      {
+        std::lock_guard<std::mutex> lock(job->mu);
+        t.started = true;
+        t.start_ns = NowNs();
+      }
+      devexit_close_call_v1 call;
+      call.device.type = t.key.type;
+      call.device.index = t.key.index;
+      call.service = t.key.service.c_str();
+      call.deadline_ns = job->deadline_ns;
+      char error[256] = {0};
+      call.error = error;
+      call.error_size = sizeof error;
+      int rc = t.entry.close(t.entry.ctx, &call);
+      std::lock_guard<std::mutex> lock(job->mu);
+      t.rc = rc;
+      t.end_ns = NowNs();
+      t.done = true;
+      memcpy(t.error, error, sizeof error);
+      t.error[sizeof t.error - 1] = 0;
+    }
+    std::lock_guard<std::mutex> lock(job->mu);
+    job->groups_done++;
+    job->cv.notify_all();
+  }
+}
+
+// Waits for a close that another layer is running, so that this layer does not let the
+// runtimes tear down under it.
+void WaitInFlight(int64_t deadline_ns) {
+  State &s = S();
+  std::unique_lock<std::mutex> lock(s.flight_mu);
+  while (s.in_flight > 0) {
+    int64_t left = deadline_ns - NowNs();
+    if (left <= 0) return;
+    s.flight_cv.wait_for(lock, std::chrono::nanoseconds(left));
+  }
+}
+
+void FastExitHook(int status, void *) {
+  fflush(nullptr);
+  _exit(status);
+}
+
+}  // namespace
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string JsonEscape(const std::string &in) {
+  std::string out;
+  out.reserve(in.size());
+  for (unsigned char c : in) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char b[8];
+          snprintf(b, sizeof b, "\\u%04x", c);
+          out += b;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out;
+}
+
+size_t CopyOut(const std::string &s, char *buf, size_t size) {
+  if (buf && size > 0) {
+    size_t n = std::min(s.size(), size - 1);
+    memcpy(buf, s.data(), n);
+    buf[n] = 0;
+  }
+  return s.size();
+}
+
+uint32_t EnabledLayers() { return S().layers; }
+
+int RunClose(const char *layer, bool mark_exiting, TimeoutAction on_deadline, int exit_code) {
+  State &s = S();
+  const int64_t start = NowNs();
+  const int64_t deadline = start + s.timeout_ms.load() * 1000000;
+  std::vector<std::pair<Key, Entry>> taken;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (mark_exiting) s.exiting.store(1);
+    taken.reserve(s.entries.size());
+    for (auto &kv : s.entries) taken.emplace_back(kv.first, kv.second);
+    s.entries.clear();
+    if (!taken.empty()) {
+      std::lock_guard<std::mutex> flight(s.flight_mu);
+      s.in_flight++;
+    }
+  }
+  if (taken.empty()) {
+    WaitInFlight(deadline);
+    return 0;
+  }
+
+  // Group by device; inside a device, last registered closes first.
+  std::sort(taken.begin(), taken.end(), [](const auto &a, const auto &b) {
+    if (a.first.type != b.first.type) return a.first.type < b.first.type;
+    if (a.first.index != b.first.index) return a.first.index < b.first.index;
+    return a.second.seq > b.second.seq;
+  });
+  auto job = std::make_shared<Job>();
+  job->deadline_ns = deadline;
+  for (size_t i = 0; i < taken.size(); i++) {
+    bool same = i > 0 && taken[i].first.type == taken[i - 1].first.type &&
+                taken[i].first.index == taken[i - 1].first.index;
+    if (!same) job->groups.emplace_back();
+    Task t;
+    t.key = std::move(taken[i].first);
+    t.entry = taken[i].second;
+    job->groups.back().push_back(std::move(t));
+  }
+
+  // Closes never run on the calling thread: it may be a service's own thread (exit() called
+  // there), and a close joins its service thread.
+  size_t nthreads = std::min(job->groups.size(), kMaxCloseThreads);
+  std::vector<std::thread> threads;
+  threads.reserve(nthreads);
+  for (size_t i = 0; i < nthreads; i++) {
+    try {
+      threads.emplace_back(RunGroups, job);
+    } catch (...) {
+      break;  // out of threads: the ones started pull the remaining groups
+    }
+  }
+  if (threads.empty()) RunGroups(job);  // last resort
+
+  bool timed_out = false;
+  {
+    std::unique_lock<std::mutex> lock(job->mu);
+    while (job->groups_done < job->groups.size()) {
+      int64_t left = deadline - NowNs();
+      if (left <= 0) {
+        timed_out = true;
+        break;
+      }
+      job->cv.wait_for(lock, std::chrono::nanoseconds(left));
+    }
+  }
+  for (auto &t : threads) {
+    if (timed_out)
+      t.detach();  // the job stays alive through the thread's shared_ptr
+    else
+      t.join();
+  }
+
+  // Snapshot outcomes.
+  std::vector<ReportLine> lines;
+  std::string pending;
+  int failures = 0;
+  {
+    std::lock_guard<std::mutex> lock(job->mu);
+    const int64_t now = NowNs();
+    for (auto &group : job->groups) {
+      for (Task &t : group) {
+        ReportLine r;
+        r.type = t.key.type;
+        r.index = t.key.index;
+        r.service = t.key.service;
+        r.layer = layer;
+        if (t.done) {
+          r.ms = (t.end_ns - t.start_ns) / 1e6;
+          r.outcome = t.rc == 0 ? "ok" : "error";
+          if (t.rc != 0) r.error = t.error[0] ? t.error : "close returned " + std::to_string(t.rc);
+        } else {
+          r.ms = t.started ? (now - t.start_ns) / 1e6 : 0;
+          r.outcome = "timeout";
+          r.error = t.started ? "still running at the deadline" : "not started before the deadline";
+          if (!pending.empty()) pending += ", ";
+          pending += TypeName(t.key.type) + ":" + std::to_string(t.key.index) + "/" + t.key.service;
+        }
+        if (strcmp(r.outcome, "ok") != 0) failures++;
+        lines.push_back(std::move(r));
+      }
+    }
+  }
+
+  // Native teardown reports on stderr itself; the explicit JS call reports through warnings.
+  const bool explicit_call = on_deadline == TimeoutAction::kNone;
+  std::string out;
+  for (const ReportLine &r : lines) {
+    if (!explicit_call && strcmp(r.outcome, "error") == 0)
+      out += "devexit: close of " + TypeName(r.type) + ":" + std::to_string(r.index) + "/" + r.service +
+             " failed: " + r.error + "\n";
+    if (s.report_mode == kReportJson) {
+      out += "devexit:report " + LineJson(r) + "\n";
+    } else if (s.report_mode == kReportText) {
+      char ms[32];
+      snprintf(ms, sizeof ms, "%.2f", r.ms);
+      out += "devexit: " + std::string(r.outcome) + " " + TypeName(r.type) + ":" + std::to_string(r.index) + "/" +
+             r.service + " in " + ms + " ms (" + r.layer + ")\n";
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(s.report_mu);
+    for (auto &r : lines) s.report.push_back(std::move(r));
+  }
+  {
+    std::lock_guard<std::mutex> flight(s.flight_mu);
+    s.in_flight--;
+    s.flight_cv.notify_all();
+  }
+
+  if (timed_out) {
+    int code = exit_code >= 0 ? exit_code : s.exit_code.load();
+    bool do_exit = s.on_timeout.load() == kTimeoutExit && on_deadline != TimeoutAction::kNone;
+    out += "devexit: closing services took longer than " + std::to_string(s.timeout_ms.load()) +
+           " ms; still running: " + pending + "; " +
+           (do_exit ? "skipping library teardown (exit code kept)" : "continuing (DEVEXIT_ON_TIMEOUT=warn)") + "\n";
+    WriteAll(2, out);
+    if (do_exit) {
+      if (on_deadline == TimeoutAction::kExitNow && code >= 0) {
+        fflush(nullptr);
+        _exit(code);
+      }
+      // The exit status is not known here (main-thread TLS destructor): an on_exit hook
+      // registered now runs before every other exit handler and sees it.
+      on_exit(FastExitHook, nullptr);
+    }
+  } else if (!out.empty()) {
+    WriteAll(2, out);
+  }
+  return failures;
+}
+
+void InitOwnerState() {
+  State &s = S();
+  s.type_names = {"", "cpu", "cuda", "hip", "wgpu"};
+  s.type_names.resize(16);  // 5..15 reserved for future built-in backends
+
+  const char *guard = getenv("DEVEXIT_GUARD");
+  if (guard && (!strcmp(guard, "0") || !strcmp(guard, "off") || !strcmp(guard, "false"))) {
+    s.layers = 0;
+  } else if (const char *layers = getenv("DEVEXIT_LAYERS")) {
+    uint32_t mask = 0;
+    if (strstr(layers, "js")) mask |= kLayerJs;
+    if (strstr(layers, "tls")) mask |= kLayerTls;
+    if (strstr(layers, "atexit")) mask |= kLayerAtexit;
+    if (strstr(layers, "all")) mask = kLayerAll;
+    s.layers = mask;
+  }
+  if (const char *t = getenv("DEVEXIT_TIMEOUT_MS")) {
+    char *end = nullptr;
+    long long v = strtoll(t, &end, 10);
+    if (end && *end == 0 && v > 0) s.timeout_ms = v;
+    else fprintf(stderr, "devexit: ignoring DEVEXIT_TIMEOUT_MS=%s (expected a positive integer)\n", t);
+  }
+  if (const char *o = getenv("DEVEXIT_ON_TIMEOUT")) {
+    if (!strcmp(o, "warn")) s.on_timeout = kTimeoutWarn;
+    else if (!strcmp(o, "exit")) s.on_timeout = kTimeoutExit;
+    else fprintf(stderr, "devexit: ignoring DEVEXIT_ON_TIMEOUT=%s (expected exit or warn)\n", o);
+  }
+  if (const char *r = getenv("DEVEXIT_REPORT")) {
+    if (!strcmp(r, "json")) s.report_mode = kReportJson;
+    else if (r[0] && strcmp(r, "0") != 0) s.report_mode = kReportText;
+  }
+}
+
+// ---- the C ABI table ----
+namespace {
+
+int AbiRegister(devexit_device_id device, const char *service, devexit_close_fn close, void *ctx) {
+  if (!close || !ValidName(service)) return DEVEXIT_ERR_INVALID;
+  State &s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.exiting.load()) return DEVEXIT_ERR_EXITING;
+  try {
+    auto res = s.entries.try_emplace(Key{device.type, device.index, service}, Entry{close, ctx, s.seq + 1});
+    if (!res.second) return DEVEXIT_ALREADY_REGISTERED;
+  } catch (const std::bad_alloc &) {
+    return DEVEXIT_ERR_NOMEM;
+  }
+  s.seq++;
+  return DEVEXIT_OK;
+}
+
+int AbiForget(devexit_device_id device, const char *service) {
+  if (!ValidName(service)) return DEVEXIT_ERR_INVALID;
+  State &s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return s.entries.erase(Key{device.type, device.index, service}) ? DEVEXIT_OK : DEVEXIT_NOT_FOUND;
+}
+
+int AbiIsExiting() { return S().exiting.load() ? 1 : 0; }
+
+
+int AbiDeviceType(const char *name) {
+  if (!ValidName(name)) return DEVEXIT_ERR_INVALID;
+  State &s = S();
+  std::lock_guard<std::mutex> lock(s.types_mu);
+  for (size_t i = 1; i < s.type_names.size(); i++)
+    if (s.type_names[i] == name) return static_cast<int>(i);
+  if (s.type_names.size() > 0xFFFF) return DEVEXIT_ERR_NOMEM;
+  s.type_names.emplace_back(name);
+  return static_cast<int>(s.type_names.size() - 1);
+}
+
+int AbiCloseAll(const char *layer, int mark_exiting) {
+  return RunClose(layer && layer[0] ? layer : "explicit", mark_exiting != 0, TimeoutAction::kNone, -1);
+}
+
+void AbiConfigure(int64_t timeout_ms, int on_timeout) {
+  State &s = S();
+  if (timeout_ms > 0) s.timeout_ms = timeout_ms;
+  if (on_timeout == kTimeoutExit || on_timeout == kTimeoutWarn) s.on_timeout = on_timeout;
+}
+
+size_t AbiReportJson(char *buf, size_t size) {
+  State &s = S();
+  std::string out;
+  {
+    std::lock_guard<std::mutex> lock(s.report_mu);
+    for (const ReportLine &r : s.report) out += LineJson(r) + "\n";
+  }
+  return CopyOut(out, buf, size);
+}
+
+void AbiSetExitCode(int code) { S().exit_code = code; }
+
+}  // namespace
+
+// Defined in guard.cc.
+void RuntimeInitialised(const char *runtime);
+
+const devexit_registry_v1 *OwnTable() {
+  static devexit_registry_v1 *table = [] {
+    auto *t = new devexit_registry_v1();
+    t->abi_version = DEVEXIT_ABI_VERSION;
+    t->struct_size = sizeof(devexit_registry_v1);
+    t->implementation = "@devexit/native " DEVEXIT_VERSION;
+    t->register_close = AbiRegister;
+    t->forget = AbiForget;
+    t->is_exiting = AbiIsExiting;
+    t->runtime_initialised = RuntimeInitialised;
+    t->device_type = AbiDeviceType;
+    t->close_all = AbiCloseAll;
+    t->configure = AbiConfigure;
+    t->report_json = AbiReportJson;
+    t->arm_main_thread = ArmMainThread;
+    t->state_json = StateJson;
+    t->exiting_flag = reinterpret_cast<const volatile uint32_t *>(&S().exiting);
+    t->set_exit_code = AbiSetExitCode;
+    return t;
+  }();
+  return table;
+}
+
+// Timeout / mode accessors for the state JSON.
+std::string ConfigJson() {
+  State &s = S();
+  return "\"timeoutMs\":" + std::to_string(s.timeout_ms.load()) + ",\"onTimeout\":\"" +
+         (s.on_timeout.load() == kTimeoutExit ? "exit" : "warn") + "\"";
+}
+
+}  // namespace devexit

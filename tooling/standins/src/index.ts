@@ -1,0 +1,45 @@
+import { join } from 'node:path';
+
+const release = join(__dirname, '..', 'build', 'Release');
+
+/** Path of the crash-reproducing stand-in runtime (a test double: CI only). */
+export const crashRuntimePath: string = join(release, 'libdevexit_crash_rt.so');
+/** Path of the fixture addon whose services call the stand-in runtime. */
+export const fixtureAddonPath: string = join(release, 'exit_fixture.node');
+
+export interface StartServiceOptions {
+  service?: string;
+  closeDelayMs?: number;
+  failClose?: boolean;
+  /** Call the stand-in runtime from the service thread (default true). */
+  runtime?: boolean;
+}
+
+export interface StressResult {
+  total: number;
+  accepted: number;
+  refused: number;
+  otherStatus: number;
+  closedOnce: number;
+  neverClosed: number;
+  closedTwiceOrMore: number;
+  acceptedNotClosedOnce: number;
+  refusedButClosed: number;
+  lateStatus: number;
+}
+
+export interface FixtureAddon {
+  startService(index: number, options?: StartServiceOptions): number;
+  registerIdle(backend: string, index: number, service: string, closeDelayMs?: number): number;
+  exitFromThread(code: number): void;
+  stress(threads: number, keysPerThread: number, closeAfterMs?: number): StressResult;
+  abiMismatch(): { status: number; message: string };
+  registryAddress(): bigint;
+  forget(index: number, service?: string): number;
+}
+
+/** Loads @devexit/native first (the fixture finds the registry through it), then the fixture. */
+export function loadFixture(): FixtureAddon {
+  require('@devexit/native');
+  return require(fixtureAddonPath) as FixtureAddon;
+}

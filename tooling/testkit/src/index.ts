@@ -1,0 +1,137 @@
+import { spawn } from 'node:child_process';
+import { type CloseReportEntry, parseReportLines } from '@devexit/core';
+
+export interface ChildOptions {
+  /** Script path (run with node) or full argv when `argv` is given. */
+  script?: string;
+  args?: string[];
+  /** Extra node flags, e.g. ['-r', '@devexit/native/register']. */
+  nodeArgs?: string[];
+  env?: Record<string, string | undefined>;
+  cwd?: string;
+  /** Kill the child (SIGKILL) past this many ms. */
+  timeoutMs?: number;
+  /** Send this signal once the child prints `ready` on stdout. */
+  signalOnReady?: NodeJS.Signals;
+}
+
+export interface ChildResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  /** The closes the child reported (DEVEXIT_REPORT=json is set for it). */
+  report: CloseReportEntry[];
+  ms: number;
+  timedOut: boolean;
+}
+
+/** Runs one child node process and collects what it did. Never hangs past timeoutMs. */
+export function runChild(options: ChildOptions): Promise<ChildResult> {
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  const argv = [...(options.nodeArgs ?? []), ...(options.script ? [options.script] : []), ...(options.args ?? [])];
+  const env: NodeJS.ProcessEnv = { ...process.env, DEVEXIT_REPORT: 'json' };
+  // Test runners set these for their workers; children must not inherit them.
+  delete env.NODE_OPTIONS;
+  delete env.VITEST;
+  delete env.VITEST_POOL_ID;
+  delete env.VITEST_WORKER_ID;
+  for (const [k, v] of Object.entries(options.env ?? {})) {
+    if (v === undefined) delete env[k];
+    else env[k] = v;
+  }
+  const start = performance.now();
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, argv, { env, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    let timedOut = false;
+    let signalled = false;
+    child.stdout.setEncoding('utf8');
+    child.stderr.setEncoding('utf8');
+    child.stdout.on('data', (d: string) => {
+      stdout += d;
+      if (options.signalOnReady && !signalled && /(^|\n)ready(\n|$)/.test(stdout)) {
+        signalled = true;
+        child.kill(options.signalOnReady);
+      }
+    });
+    child.stderr.on('data', (d: string) => {
+      stderr += d;
+    });
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGKILL');
+    }, timeoutMs);
+    child.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({
+        code,
+        signal,
+        stdout,
+        stderr,
+        report: parseReportLines(stderr),
+        ms: performance.now() - start,
+        timedOut,
+      });
+    });
+  });
+}
+
+/** Runs `n` children, `concurrency` at a time (default 2: the CI machine has 2 cores). */
+export async function runMany(n: number, options: ChildOptions, concurrency = 2): Promise<ChildResult[]> {
+  const results: ChildResult[] = new Array(n);
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(concurrency, n) }, async () => {
+    for (;;) {
+      const i = next++;
+      if (i >= n) return;
+      results[i] = await runChild(options);
+    }
+  });
+  await Promise.all(lanes);
+  return results;
+}
+
+/** A child "crashed" if a signal (other than one we expect) ended it or it exited 134/139. */
+export function crashed(r: ChildResult, expectedSignal?: NodeJS.Signals): boolean {
+  if (r.timedOut) return false;
+  if (r.signal && r.signal !== expectedSignal) return true;
+  return r.code === 134 || r.code === 139;
+}
+
+/** Counts of what ended the children: `code 0`, `SIGSEGV`, `timeout`, ... */
+export function outcomes(results: ChildResult[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const r of results) {
+    const k = r.timedOut ? 'timeout' : r.signal ? r.signal : `code ${r.code}`;
+    out[k] = (out[k] ?? 0) + 1;
+  }
+  return out;
+}
+
+/** `type:index/service` -> how many times it closed, from a report. */
+export function closeCounts(report: CloseReportEntry[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const e of report) {
+    const k = `${e.device.type}:${e.device.index}/${e.service}`;
+    out[k] = (out[k] ?? 0) + 1;
+  }
+  return out;
+}
+
+/** A compact, deep-equal-friendly summary of one child, for assertions with useful diffs. */
+export function summary(r: ChildResult, expectedSignal?: NodeJS.Signals) {
+  return {
+    code: r.code,
+    signal: r.signal,
+    timedOut: r.timedOut,
+    crashed: crashed(r, expectedSignal),
+    closes: closeCounts(r.report),
+    failed: r.report.filter((e) => e.outcome !== 'ok').map((e) => `${e.service}: ${e.outcome} ${e.error ?? ''}`),
+  };
+}
