@@ -19,14 +19,21 @@ const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 
 export function configure(config: DevexitConfig): Required<DevexitConfig> {
   if (typeof config !== 'object' || config === null) {
-    throw new TypeError(`devexit: configure() takes an object { timeoutMs, onTimeout }; got ${describe(config)}`);
+    throw new TypeError(
+      `devexit: configure() takes an object { timeoutMs, onTimeout }; got ${describe(config)}`,
+    );
   }
   const { timeoutMs, onTimeout } = config;
   if (
     timeoutMs !== undefined &&
-    (typeof timeoutMs !== 'number' || !Number.isInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > MAX_TIMEOUT_MS)
+    (typeof timeoutMs !== 'number' ||
+      !Number.isInteger(timeoutMs) ||
+      timeoutMs < 1 ||
+      timeoutMs > MAX_TIMEOUT_MS)
   ) {
-    throw new TypeError(`devexit: timeoutMs must be an integer in 1..${MAX_TIMEOUT_MS}; got ${describe(timeoutMs)}`);
+    throw new TypeError(
+      `devexit: timeoutMs must be an integer in 1..${MAX_TIMEOUT_MS}; got ${describe(timeoutMs)}`,
+    );
   }
   if (onTimeout !== undefined && onTimeout !== 'exit' && onTimeout !== 'warn') {
     throw new TypeError(`devexit: onTimeout must be 'exit' or 'warn'; got ${describe(onTimeout)}`);

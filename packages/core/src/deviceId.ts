@@ -77,7 +77,9 @@ export function checkDeviceId(device: unknown, argument: string): DeviceId {
     throw new TypeError(`devexit: ${argument}.type must be an integer in 1..65535; got ${describe(type)}`);
   }
   if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index > 0xffffffff) {
-    throw new TypeError(`devexit: ${argument}.index must be an integer in 0..4294967295; got ${describe(index)}`);
+    throw new TypeError(
+      `devexit: ${argument}.index must be an integer in 0..4294967295; got ${describe(index)}`,
+    );
   }
   return { type, index };
 }

@@ -30,9 +30,13 @@ export class ServiceCloseError extends DevexitError {
   readonly service: string;
   constructor(device: DeviceId, service: string, cause: unknown) {
     const why = cause instanceof Error ? cause.message : String(cause);
-    super('ERR_DEVEXIT_SERVICE_CLOSE', `devexit: closing ${formatDeviceId(device)}/${service} failed: ${why}`, {
-      cause,
-    });
+    super(
+      'ERR_DEVEXIT_SERVICE_CLOSE',
+      `devexit: closing ${formatDeviceId(device)}/${service} failed: ${why}`,
+      {
+        cause,
+      },
+    );
     this.name = 'ServiceCloseError';
     this.device = device;
     this.service = service;
@@ -40,11 +44,17 @@ export class ServiceCloseError extends DevexitError {
 }
 
 export function deviceClosedError(device: DeviceId, what: string): DevexitError {
-  return new DevexitError('ERR_DEVEXIT_DEVICE_CLOSED', `devexit: cannot ${what}: ${formatDeviceId(device)} is closed`);
+  return new DevexitError(
+    'ERR_DEVEXIT_DEVICE_CLOSED',
+    `devexit: cannot ${what}: ${formatDeviceId(device)} is closed`,
+  );
 }
 
 export function outOfRangeError(what: string, value: unknown, range: string): DevexitError {
-  return new DevexitError('ERR_DEVEXIT_OUT_OF_RANGE', `devexit: ${what} out of range: ${String(value)} (${range})`);
+  return new DevexitError(
+    'ERR_DEVEXIT_OUT_OF_RANGE',
+    `devexit: ${what} out of range: ${String(value)} (${range})`,
+  );
 }
 
 export function unavailableError(backend: string, reason: string): DevexitError {

@@ -1,4 +1,22 @@
-export { configure, currentConfig, DEFAULT_TIMEOUT_MS, type DevexitConfig, type OnTimeout } from './config.js';
+export {
+  type Backend,
+  BUILTIN_KERNELS,
+  type BuiltinKernelName,
+  type Device,
+  type DeviceBuffer,
+  type Grid,
+  type Kernel,
+  type KernelArg,
+  type ProbeResult,
+  type Queue,
+} from './backend.js';
+export {
+  configure,
+  currentConfig,
+  DEFAULT_TIMEOUT_MS,
+  type DevexitConfig,
+  type OnTimeout,
+} from './config.js';
 export {
   BUILTIN_DEVICE_TYPES,
   checkDeviceId,
@@ -28,15 +46,3 @@ export {
 } from './registry.js';
 export { type CloseReportEntry, formatReportLine, parseReportLines, type ReportMode } from './report.js';
 export type { NativeBridge } from './state.js';
-export {
-  type Backend,
-  BUILTIN_KERNELS,
-  type BuiltinKernelName,
-  type Device,
-  type DeviceBuffer,
-  type Grid,
-  type Kernel,
-  type KernelArg,
-  type ProbeResult,
-  type Queue,
-} from './backend.js';

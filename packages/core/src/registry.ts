@@ -1,6 +1,6 @@
-import { isMainThread } from 'node:worker_threads';
 import { writeSync } from 'node:fs';
-import { checkDeviceId, checkName, describe, type DeviceId, deviceTypeName } from './deviceId.js';
+import { isMainThread } from 'node:worker_threads';
+import { checkDeviceId, checkName, type DeviceId, describe, deviceTypeName } from './deviceId.js';
 import { exitingError, ServiceCloseError } from './errors.js';
 import { type CloseReportEntry, formatReportLine } from './report.js';
 import { coreState, type JsEntry, type NativeBridge } from './state.js';
@@ -22,7 +22,8 @@ export function closeAtExit(device: DeviceId, serviceType: string, close: () => 
     throw new TypeError(`devexit: close must be a function; got ${describe(close)}`);
   }
   const state = coreState();
-  if (isExiting()) throw exitingError(`register a close for ${deviceTypeName(id.type)}:${id.index}/${serviceType}`);
+  if (isExiting())
+    throw exitingError(`register a close for ${deviceTypeName(id.type)}:${id.index}/${serviceType}`);
   const k = key(id.type, id.index, serviceType);
   if (state.entries.has(k)) return false;
   state.entries.set(k, { type: id.type, index: id.index, service: serviceType, close, seq: ++state.seq });
@@ -151,7 +152,8 @@ function runJsCloses(layer: string): CloseReportEntry[] {
     // At exit, process.emitWarning would never print: write synchronously.
     let text = '';
     for (const e of out) {
-      if (e.outcome === 'error') text += `devexit: close of ${e.device.type}:${e.device.index}/${e.service} failed: ${e.error}\n`;
+      if (e.outcome === 'error')
+        text += `devexit: close of ${e.device.type}:${e.device.index}/${e.service} failed: ${e.error}\n`;
       if (state.reportMode !== 'off') text += `${formatReportLine(e, state.reportMode)}\n`;
     }
     if (text) writeStderr(text);

@@ -1,6 +1,6 @@
+import { join } from 'node:path';
 import { type CloseReportEntry, installNativeBridge, type NativeBridge } from '@devexit/core';
 import type { BindingModule } from './binding.js';
-import { join } from 'node:path';
 import { loadBinding } from './loader.js';
 
 export type { BindingModule } from './binding.js';
@@ -46,7 +46,9 @@ const bridge: NativeBridge = {
   isExiting: () => binding.isExiting(),
   exitingView: exitingView(),
   closeAll: (layer, markExiting, exitCode) =>
-    exitCode === undefined ? binding.closeAll(layer, markExiting) : binding.closeAll(layer, markExiting, exitCode),
+    exitCode === undefined
+      ? binding.closeAll(layer, markExiting)
+      : binding.closeAll(layer, markExiting, exitCode),
   configure: (timeoutMs, onTimeout) =>
     binding.configure(timeoutMs, onTimeout === undefined ? undefined : onTimeout === 'exit' ? 0 : 1),
   report: () => parseLines(binding.report()),

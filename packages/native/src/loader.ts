@@ -12,7 +12,10 @@ export function loadBinding(): BindingModule {
   const override = process.env.DEVEXIT_NATIVE_PATH;
   if (override) candidates.push(override);
   const root = join(__dirname, '..');
-  candidates.push(join(root, 'build', 'Release', 'devexit_native.node'), join(root, 'build', 'Debug', 'devexit_native.node'));
+  candidates.push(
+    join(root, 'build', 'Release', 'devexit_native.node'),
+    join(root, 'build', 'Debug', 'devexit_native.node'),
+  );
   const tried: string[] = [];
   for (const path of candidates) {
     if (!existsSync(path)) {

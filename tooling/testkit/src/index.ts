@@ -29,7 +29,11 @@ export interface ChildResult {
 /** Runs one child node process and collects what it did. Never hangs past timeoutMs. */
 export function runChild(options: ChildOptions): Promise<ChildResult> {
   const timeoutMs = options.timeoutMs ?? 30_000;
-  const argv = [...(options.nodeArgs ?? []), ...(options.script ? [options.script] : []), ...(options.args ?? [])];
+  const argv = [
+    ...(options.nodeArgs ?? []),
+    ...(options.script ? [options.script] : []),
+    ...(options.args ?? []),
+  ];
   const env: NodeJS.ProcessEnv = { ...process.env, DEVEXIT_REPORT: 'json' };
   // Test runners set these for their workers; children must not inherit them.
   delete env.NODE_OPTIONS;
@@ -132,6 +136,8 @@ export function summary(r: ChildResult, expectedSignal?: NodeJS.Signals) {
     timedOut: r.timedOut,
     crashed: crashed(r, expectedSignal),
     closes: closeCounts(r.report),
-    failed: r.report.filter((e) => e.outcome !== 'ok').map((e) => `${e.service}: ${e.outcome} ${e.error ?? ''}`),
+    failed: r.report
+      .filter((e) => e.outcome !== 'ok')
+      .map((e) => `${e.service}: ${e.outcome} ${e.error ?? ''}`),
   };
 }

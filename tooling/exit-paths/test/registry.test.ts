@@ -1,0 +1,138 @@
+import { copyFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { closeCounts, runChild, runMany } from '@devexit/testkit';
+import { describe, expect, it } from 'vitest';
+
+const fixtures = join(__dirname, '..', 'fixtures');
+const addon = join(
+  dirname(require.resolve('@devexit/native/package.json')),
+  'build',
+  'Release',
+  'devexit_native.node',
+);
+
+describe('native registry (child processes)', () => {
+  it('8 native threads register 100k keys while a close runs: each accepted close runs exactly once, later ones are refused', async () => {
+    const runs = await runMany(3, {
+      script: join(fixtures, 'stress.cjs'),
+      args: ['8', '12500', '3'],
+      timeoutMs: 60_000,
+    });
+    for (const r of runs) {
+      expect({ code: r.code, signal: r.signal }, r.stderr).toEqual({ code: 0, signal: null });
+      const s = JSON.parse(r.stdout);
+      expect(s.total).toBe(100_000);
+      expect(s.accepted + s.refused).toBe(s.total);
+      expect(s.otherStatus).toBe(0);
+      expect(s.acceptedNotClosedOnce).toBe(0);
+      expect(s.refusedButClosed).toBe(0);
+      expect(s.closedTwiceOrMore).toBe(0);
+      expect(s.closedOnce).toBe(s.accepted);
+      expect(s.lateStatus).toBe(-1); // DEVEXIT_ERR_EXITING: refused, not silently accepted
+      expect(s.accepted).toBeGreaterThan(0);
+    }
+    // At least one run must have raced: some keys accepted, some refused.
+    expect(runs.some((r) => JSON.parse(r.stdout).refused > 0)).toBe(true);
+  });
+
+  for (const order of ['main-first', 'worker-first']) {
+    it(`two copies of @devexit/native in one process share one registry (${order})`, async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'devexit-copy-'));
+      const copy = join(dir, 'devexit_native.node');
+      copyFileSync(addon, copy);
+      const r = await runChild({ script: join(fixtures, 'twoCopies.cjs'), args: [copy, order] });
+      expect(r.code, r.stderr).toBe(0);
+      const out = JSON.parse(r.stdout);
+      expect(out).toMatchObject({
+        sameRegistry: true,
+        fixtureSees: true,
+        workerType: true,
+        closedByCopy: true,
+      });
+      expect(out.typeFromFirst).toBe(out.typeFromCopy);
+      // Exactly one owner; the other copy names the owner's path.
+      expect([out.firstOwner, out.copyOwner].filter(Boolean)).toHaveLength(1);
+      expect(out.copySharedWith).toMatch(/devexit_native\.node$/);
+    });
+  }
+
+  it('a close past the deadline: warning, library teardown skipped, exit code kept, no crash', async () => {
+    const runs = await runMany(5, { script: join(fixtures, 'closeBehaviour.cjs'), args: ['timeout'] });
+    for (const r of runs) {
+      expect({ code: r.code, signal: r.signal }, r.stderr).toEqual({ code: 5, signal: null });
+      expect(r.stderr).toMatch(
+        /closing services took longer than 300 ms; still running: standin:0\/loop; skipping library teardown/,
+      );
+      expect(r.report.find((e) => e.device.index === 0)?.outcome).toBe('timeout');
+      expect(r.report.find((e) => e.device.index === 1)?.outcome).toBe('ok');
+      expect(r.ms).toBeLessThan(4000); // not the 5 s the close wanted
+    }
+  });
+
+  it('a deadline passing in the main-thread TLS layer keeps the exit code too', async () => {
+    const runs = await runMany(5, { script: join(fixtures, 'closeBehaviour.cjs'), args: ['timeout-tls'] });
+    for (const r of runs) {
+      expect({ code: r.code, signal: r.signal }, r.stderr).toEqual({ code: 6, signal: null });
+      expect(r.report.map((e) => `${e.layer} ${e.outcome}`)).toEqual(['tls timeout']);
+    }
+  });
+
+  it("onTimeout 'warn' warns and continues", async () => {
+    const r = await runChild({ script: join(fixtures, 'closeBehaviour.cjs'), args: ['timeout-warn'] });
+    expect({ code: r.code, signal: r.signal }).toEqual({ code: 5, signal: null });
+    expect(r.stderr).toMatch(/still running: standin:0\/loop; continuing/);
+  });
+
+  it('a failing close is reported on stderr and the other closes still run', async () => {
+    const runs = await runMany(5, { script: join(fixtures, 'closeBehaviour.cjs'), args: ['failure'] });
+    for (const r of runs) {
+      expect({ code: r.code, signal: r.signal }).toEqual({ code: 3, signal: null });
+      expect(r.stderr).toContain('devexit: close of standin:0/loop failed: fixture close failure on purpose');
+      expect(closeCounts(r.report)).toEqual({ 'standin:0/loop': 1, 'standin:1/loop': 1 });
+    }
+  });
+
+  it('services on one device close last-registered-first (native and JS)', async () => {
+    const r = await runChild({ script: join(fixtures, 'closeBehaviour.cjs'), args: ['lifo'] });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.report.filter((e) => e.device.type === 'order').map((e) => e.service)).toEqual([
+      'third',
+      'second',
+      'first',
+    ]);
+    expect(r.stderr.match(/js close \w/g)).toEqual(['js close c', 'js close b', 'js close a']);
+  });
+
+  it('an explicit close unregisters: exit closes only what was opened after it', async () => {
+    const runs = await runMany(5, {
+      script: join(fixtures, 'closeBehaviour.cjs'),
+      args: ['explicit-then-exit'],
+    });
+    for (const r of runs) {
+      expect({ code: r.code, signal: r.signal }, r.stderr).toEqual({ code: 0, signal: null });
+      expect(r.stderr).toContain('explicit closes: 2');
+      const atExit = r.report.filter((e) => e.layer !== 'explicit');
+      expect(closeCounts(atExit)).toEqual({ 'standin:2/loop': 1 });
+    }
+  });
+
+  it('devices close in parallel: 8 closes of 200 ms overlap', async () => {
+    const r = await runChild({ script: join(fixtures, 'closeBehaviour.cjs'), args: ['parallel'] });
+    expect(r.code, r.stderr).toBe(0);
+    const closes = r.report.filter((e) => e.device.type === 'slow');
+    expect(closes).toHaveLength(8);
+    // Sequential closes would need 1600 ms of wall time; the whole child must take far less.
+    expect(r.ms).toBeLessThan(1500);
+  });
+
+  it('DEVEXIT_REPORT=1 prints one readable line per close', async () => {
+    const r = await runChild({
+      script: join(fixtures, 'closeBehaviour.cjs'),
+      args: ['failure'],
+      env: { DEVEXIT_REPORT: '1' },
+    });
+    expect(r.stderr).toMatch(/^devexit: error standin:0\/loop in [0-9.]+ ms \(js-exit\)$/m);
+    expect(r.stderr).toMatch(/^devexit: ok standin:1\/loop in [0-9.]+ ms \(js-exit\)$/m);
+  });
+});
