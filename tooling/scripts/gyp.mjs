@@ -8,10 +8,14 @@ import { dirname, join } from 'node:path';
 
 const require = createRequire(import.meta.url);
 const gyp = require.resolve('node-gyp/bin/node-gyp.js');
-const args = ['rebuild', '--jobs=max'];
+const extra = [];
 const prefix = dirname(dirname(process.execPath));
 if (!process.env.npm_config_nodedir && existsSync(join(prefix, 'include', 'node', 'node_api.h'))) {
-  args.push(`--nodedir=${prefix}`);
+  extra.push(`--nodedir=${prefix}`);
 }
-const r = spawnSync(process.execPath, [gyp, ...args], { stdio: 'inherit' });
-process.exit(r.status ?? 1);
+// configure + build, not rebuild: no clean step, so a build never removes an addon that another
+// process is loading, and unchanged objects are reused.
+for (const step of [['configure', ...extra], ['build', '--jobs=max', ...extra]]) {
+  const r = spawnSync(process.execPath, [gyp, ...step], { stdio: 'inherit' });
+  if (r.status !== 0) process.exit(r.status ?? 1);
+}

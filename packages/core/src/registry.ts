@@ -106,9 +106,14 @@ function runCloses(layer: string, markExiting: boolean, exitCode: number | undef
   const native = state.native;
   // Native closes only from the main thread: a worker's exit must not close process-wide services.
   if (native && (isMainThread || layer === 'explicit')) {
-    const before = native.report().length;
-    native.closeAll(layer, markExiting, exitCode);
-    out.push(...native.report().slice(before));
+    if (layer === 'explicit') {
+      const before = native.report().length;
+      native.closeAll(layer, markExiting, exitCode);
+      out.push(...native.report().slice(before));
+    } else {
+      // At exit nobody reads the entries: the native side prints what DEVEXIT_REPORT asks for.
+      native.closeAll(layer, markExiting, exitCode);
+    }
   }
   out.push(...runJsCloses(layer));
   return out;

@@ -19,6 +19,7 @@ namespace devexit {
 namespace {
 
 constexpr size_t kMaxCloseThreads = 64;
+constexpr int64_t kGrowPollNs = 500000;  // 0.5 ms
 constexpr int64_t kDefaultTimeoutMs = 3000;
 
 struct Key {
@@ -268,17 +269,21 @@ int RunClose(const char *layer, bool mark_exiting, TimeoutAction on_deadline, in
   }
 
   // Closes never run on the calling thread: it may be a service's own thread (exit() called
-  // there), and a close joins its service thread.
-  size_t nthreads = std::min(job->groups.size(), kMaxCloseThreads);
+  // there), and a close joins its service thread. Threads start two at a time and grow while
+  // devices wait unclaimed: idle closes finish on two threads in microseconds, slow ones still
+  // get one thread per device within a poll interval.
   std::vector<std::thread> threads;
-  threads.reserve(nthreads);
-  for (size_t i = 0; i < nthreads; i++) {
-    try {
-      threads.emplace_back(RunGroups, job);
-    } catch (...) {
-      break;  // out of threads: the ones started pull the remaining groups
+  threads.reserve(std::min(job->groups.size(), kMaxCloseThreads));
+  auto spawn = [&](size_t want) {
+    while (want-- > 0 && threads.size() < kMaxCloseThreads) {
+      try {
+        threads.emplace_back(RunGroups, job);
+      } catch (...) {
+        return;  // out of threads: the ones started pull the remaining groups
+      }
     }
-  }
+  };
+  spawn(std::min<size_t>(job->groups.size(), 2));
   if (threads.empty()) RunGroups(job);  // last resort
 
   bool timed_out = false;
@@ -290,7 +295,17 @@ int RunClose(const char *layer, bool mark_exiting, TimeoutAction on_deadline, in
         timed_out = true;
         break;
       }
-      job->cv.wait_for(lock, std::chrono::nanoseconds(left));
+      size_t done_before = job->groups_done;
+      bool quiet = job->cv.wait_for(lock, std::chrono::nanoseconds(std::min<int64_t>(left, kGrowPollNs))) ==
+                   std::cv_status::timeout;
+      size_t claimed = job->next.load();
+      // Grow only when no device finished for a whole poll interval: the threads are stuck in
+      // slow closes while other devices wait.
+      if (quiet && job->groups_done == done_before && claimed < job->groups.size()) {
+        lock.unlock();
+        spawn(job->groups.size() - claimed);
+        lock.lock();
+      }
     }
   }
   for (auto &t : threads) {

@@ -33,6 +33,8 @@ export interface FixtureAddon {
   registerIdle(backend: string, index: number, service: string, closeDelayMs?: number): number;
   exitFromThread(code: number): void;
   stress(threads: number, keysPerThread: number, closeAfterMs?: number): StressResult;
+  /** Registers n idle closes spread over 64 devices; returns the nanoseconds it took. */
+  registerMany(backend: string, n: number): number;
   abiMismatch(): { status: number; message: string };
   registryAddress(): bigint;
   forget(index: number, service?: string): number;
