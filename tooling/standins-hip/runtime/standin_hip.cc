@@ -1,0 +1,629 @@
+// A stand-in libamdhip64 (test double, CI only): the subset of the HIP runtime and hiprtc that
+// @devexit/hip calls, for machines without an AMD GPU.
+//
+// - Device memory is host memory; kernels are host functions looked up by name. A stand-in "code
+//   object" is a text blob naming the kernels it holds; the stand-in hiprtc "compiles" HIP C++
+//   by finding its __global__ functions and accepting those it has a host implementation for.
+// - Async work runs on the runtime's own worker thread, in submission order.
+// - Like the vendor runtime, its state is created on first use and its teardown registered then
+//   (atexit: lazily). Teardown stops the worker, frees the state and leaves a poisoned pointer, so
+//   a service thread still calling in after it crashes, as it would with ROCm.
+#include <dlfcn.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#define EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+// hipError_t values as ROCm numbers them.
+enum : int {
+  kSuccess = 0,
+  kInvalidValue = 1,
+  kOutOfMemory = 2,
+  kNotInitialized = 3,
+  kNoDevice = 100,
+  kInvalidDevice = 101,
+  kInvalidImage = 200,
+  kInvalidHandle = 400,
+  kNotFound = 500,
+  kNotReady = 600,
+  kIllegalAddress = 700,
+  kLaunchFailure = 719,
+};
+
+struct Dim3 {
+  unsigned x, y, z;
+};
+
+struct LaunchDims {
+  Dim3 grid, block;
+  uint64_t threads() const {
+    return uint64_t(grid.x) * block.x * uint64_t(grid.y) * block.y * uint64_t(grid.z) * block.z;
+  }
+};
+
+// Argument kinds of a host kernel: 'p' device pointer, 'u' u32, 'f' f32.
+using KernelFn = int (*)(const std::vector<uint64_t> &args, const LaunchDims &dims);
+
+int StandinCheckPtr(uint64_t p, size_t bytes);
+
+template <typename T>
+T *Ptr(uint64_t v) {
+  return reinterpret_cast<T *>(static_cast<uintptr_t>(v));
+}
+float F32(uint64_t v) {
+  uint32_t u = static_cast<uint32_t>(v);
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+// Each host kernel runs every thread of the grid, as a GPU would: the bounds check is the kernel's.
+int KFill(const std::vector<uint64_t> &a, const LaunchDims &d) {
+  uint32_t value = static_cast<uint32_t>(a[1]), n = static_cast<uint32_t>(a[2]);
+  if (int e = StandinCheckPtr(a[0], std::min<uint64_t>(n, d.threads()) * 4)) return e;
+  auto *out = Ptr<uint32_t>(a[0]);
+  for (uint64_t i = 0; i < d.threads(); i++)
+    if (i < n) out[i] = value;
+  return kSuccess;
+}
+int KCopy(const std::vector<uint64_t> &a, const LaunchDims &d) {
+  uint32_t n = static_cast<uint32_t>(a[2]);
+  uint64_t m = std::min<uint64_t>(n, d.threads()) * 4;
+  if (int e = StandinCheckPtr(a[0], m)) return e;
+  if (int e = StandinCheckPtr(a[1], m)) return e;
+  auto *src = Ptr<uint32_t>(a[0]);
+  auto *dst = Ptr<uint32_t>(a[1]);
+  for (uint64_t i = 0; i < d.threads(); i++)
+    if (i < n) dst[i] = src[i];
+  return kSuccess;
+}
+int KSaxpy(const std::vector<uint64_t> &a, const LaunchDims &d) {
+  float alpha = F32(a[2]);
+  uint32_t n = static_cast<uint32_t>(a[3]);
+  uint64_t m = std::min<uint64_t>(n, d.threads()) * 4;
+  if (int e = StandinCheckPtr(a[0], m)) return e;
+  if (int e = StandinCheckPtr(a[1], m)) return e;
+  auto *x = Ptr<float>(a[0]);
+  auto *y = Ptr<float>(a[1]);
+  for (uint64_t i = 0; i < d.threads(); i++)
+    if (i < n) y[i] = alpha * x[i] + y[i];
+  return kSuccess;
+}
+// The real kernel reduces in one block; a launch of several blocks would race on out[0].
+int KSum(const std::vector<uint64_t> &a, const LaunchDims &d) {
+  uint32_t n = static_cast<uint32_t>(a[2]);
+  if (d.grid.x != 1 || d.grid.y != 1 || d.grid.z != 1) return kLaunchFailure;
+  if (int e = StandinCheckPtr(a[0], uint64_t(n) * 4)) return e;
+  if (int e = StandinCheckPtr(a[1], 4)) return e;
+  auto *x = Ptr<float>(a[0]);
+  double acc = 0;
+  for (uint32_t i = 0; i < n; i++) acc += x[i];
+  *Ptr<float>(a[1]) = static_cast<float>(acc);
+  return kSuccess;
+}
+// For tests: a user kernel (add_u32) and a slow one (sleep_us) to keep work in flight.
+int KAdd(const std::vector<uint64_t> &a, const LaunchDims &d) {
+  uint32_t v = static_cast<uint32_t>(a[1]), n = static_cast<uint32_t>(a[2]);
+  if (int e = StandinCheckPtr(a[0], std::min<uint64_t>(n, d.threads()) * 4)) return e;
+  auto *buf = Ptr<uint32_t>(a[0]);
+  for (uint64_t i = 0; i < d.threads(); i++)
+    if (i < n) buf[i] += v;
+  return kSuccess;
+}
+int KSleep(const std::vector<uint64_t> &a, const LaunchDims &) {
+  usleep(static_cast<useconds_t>(static_cast<uint32_t>(a[0])));
+  return kSuccess;
+}
+
+struct HostKernel {
+  const char *name;
+  const char *sig;
+  KernelFn fn;
+};
+const HostKernel kKernels[] = {
+    {"fill_u32", "puu", KFill},   {"copy", "ppu", KCopy},       {"saxpy_f32", "ppfu", KSaxpy},
+    {"sum_f32", "ppu", KSum},     {"add_u32", "puu", KAdd},     {"sleep_us", "u", KSleep},
+};
+const HostKernel *FindKernel(const std::string &name) {
+  for (const auto &k : kKernels)
+    if (name == k.name) return &k;
+  return nullptr;
+}
+
+struct Stream {
+  uint64_t submitted = 0;
+  uint64_t completed = 0;
+  int error = kSuccess;
+};
+
+struct Module {
+  std::vector<std::string> kernels;
+};
+struct Function {
+  const HostKernel *kernel;
+};
+
+struct Op {
+  Stream *stream;
+  std::function<int()> run;
+};
+
+struct State {
+  std::mutex mu;
+  std::condition_variable work_cv;
+  std::condition_variable done_cv;
+  std::deque<Op> ops;
+  bool stop = false;
+  std::thread *worker = nullptr;  // heap-held: joined by teardown
+  std::map<uintptr_t, size_t> allocations;
+  Stream null_stream;
+  uint64_t pending = 0;  // submitted, not yet completed, over all streams
+  int devices = 2;
+  uint64_t calls = 0;
+};
+
+State *volatile g_state = nullptr;
+pthread_once_t g_once = PTHREAD_ONCE_INIT;
+thread_local int t_device = 0;
+
+void WorkerMain(State *s) {
+  std::unique_lock<std::mutex> lock(s->mu);
+  for (;;) {
+    s->work_cv.wait(lock, [s] { return s->stop || !s->ops.empty(); });
+    if (s->ops.empty()) return;
+    Op op = std::move(s->ops.front());
+    s->ops.pop_front();
+    lock.unlock();
+    int e = op.run();
+    lock.lock();
+    if (e != kSuccess && op.stream->error == kSuccess) op.stream->error = e;
+    op.stream->completed++;
+    s->pending--;
+    s->done_cv.notify_all();
+  }
+}
+
+void Teardown() {
+  State *s = g_state;
+  {
+    std::lock_guard<std::mutex> lock(s->mu);
+    s->stop = true;
+    s->ops.clear();
+  }
+  s->work_cv.notify_all();
+  s->worker->join();
+  g_state = reinterpret_cast<State *>(static_cast<uintptr_t>(0x10));  // a never-mapped page
+  for (auto &a : s->allocations) {
+    memset(reinterpret_cast<void *>(a.first), 0xdb, a.second);
+    free(reinterpret_cast<void *>(a.first));
+  }
+  delete s->worker;
+  delete s;
+  if (getenv("DEVEXIT_STANDIN_TRACE")) fprintf(stderr, "standin-hip: teardown\n");
+  const char *ms = getenv("DEVEXIT_STANDIN_TEARDOWN_MS");
+  usleep(static_cast<useconds_t>((ms ? atoi(ms) : 5) * 1000));
+}
+
+void InitOnce() {
+  auto *s = new State();
+  if (const char *n = getenv("DEVEXIT_STANDIN_HIP_DEVICES")) s->devices = atoi(n);
+  s->worker = new std::thread(WorkerMain, s);
+  g_state = s;
+  atexit(Teardown);  // lazily, at first use, as the vendor's teardown is
+}
+
+// Every entry point: initialises on first use, and crashes on the poison after teardown.
+State *St() {
+  pthread_once(&g_once, InitOnce);
+  State *s = g_state;
+  std::lock_guard<std::mutex> lock(s->mu);
+  s->calls++;
+  return s;
+}
+
+int StandinCheckPtr(uint64_t p, size_t bytes) {
+  State *s = g_state;
+  std::lock_guard<std::mutex> lock(s->mu);
+  auto it = s->allocations.upper_bound(static_cast<uintptr_t>(p));
+  if (it == s->allocations.begin()) return kIllegalAddress;
+  --it;
+  if (p < it->first || p + bytes > it->first + it->second) return kIllegalAddress;
+  return kSuccess;
+}
+
+int Enqueue(State *s, void *stream, std::function<int()> run) {
+  auto *st = stream ? static_cast<Stream *>(stream) : &s->null_stream;
+  {
+    std::lock_guard<std::mutex> lock(s->mu);
+    st->submitted++;
+    s->pending++;
+    s->ops.push_back(Op{st, std::move(run)});
+  }
+  s->work_cv.notify_one();
+  return kSuccess;
+}
+
+int WaitStream(State *s, Stream *st) {
+  std::unique_lock<std::mutex> lock(s->mu);
+  s->done_cv.wait(lock, [st] { return st->completed == st->submitted; });
+  int e = st->error;
+  st->error = kSuccess;
+  return e;
+}
+
+bool HasDevice(State *s) { return s->devices > 0; }
+
+struct Program {
+  std::string source;
+  std::string log;
+  std::string code;
+};
+
+}  // namespace
+
+typedef int hipError_t;
+
+EXPORT const char *devexit_standin_hip_info(void) { return "devexit stand-in libamdhip64 (test double)"; }
+
+EXPORT hipError_t hipInit(unsigned flags) {
+  State *s = St();
+  if (flags != 0) return kInvalidValue;
+  return HasDevice(s) ? kSuccess : kInvalidDevice;
+}
+
+EXPORT hipError_t hipGetDeviceCount(int *count) {
+  State *s = St();
+  if (!count) return kInvalidValue;
+  *count = s->devices > 0 ? s->devices : 0;
+  return HasDevice(s) ? kSuccess : kNoDevice;
+}
+
+EXPORT hipError_t hipSetDevice(int device) {
+  State *s = St();
+  if (device < 0 || device >= s->devices) return kInvalidDevice;
+  t_device = device;
+  return kSuccess;
+}
+
+EXPORT hipError_t hipGetDevice(int *device) {
+  St();
+  if (!device) return kInvalidValue;
+  *device = t_device;
+  return kSuccess;
+}
+
+EXPORT hipError_t hipDeviceGetName(char *name, int len, int device) {
+  State *s = St();
+  if (!name || len <= 0) return kInvalidValue;
+  if (device < 0 || device >= s->devices) return kInvalidDevice;
+  snprintf(name, static_cast<size_t>(len), "devexit stand-in HIP device %d", device);
+  return kSuccess;
+}
+
+// Fills only what callers read: the name at the start and an architecture name further in.
+EXPORT hipError_t hipGetDeviceProperties(void *props, int device) {
+  State *s = St();
+  if (!props) return kInvalidValue;
+  if (device < 0 || device >= s->devices) return kInvalidDevice;
+  memset(props, 0, 792);
+  snprintf(static_cast<char *>(props), 256, "devexit stand-in HIP device %d", device);
+  snprintf(static_cast<char *>(props) + 392, 256, "gfx90a:sramecc+:xnack-");
+  return kSuccess;
+}
+
+EXPORT hipError_t hipRuntimeGetVersion(int *v) {
+  St();
+  if (!v) return kInvalidValue;
+  *v = 60000000;
+  return kSuccess;
+}
+EXPORT hipError_t hipDriverGetVersion(int *v) { return hipRuntimeGetVersion(v); }
+
+EXPORT hipError_t hipGetLastError(void) {
+  St();
+  return kSuccess;
+}
+
+EXPORT hipError_t hipStreamCreate(void **stream) {
+  State *s = St();
+  if (!stream) return kInvalidValue;
+  if (!HasDevice(s)) return kNoDevice;
+  *stream = new Stream();
+  return kSuccess;
+}
+
+EXPORT hipError_t hipStreamSynchronize(void *stream) {
+  State *s = St();
+  return WaitStream(s, stream ? static_cast<Stream *>(stream) : &s->null_stream);
+}
+
+EXPORT hipError_t hipStreamQuery(void *stream) {
+  State *s = St();
+  auto *st = stream ? static_cast<Stream *>(stream) : &s->null_stream;
+  std::lock_guard<std::mutex> lock(s->mu);
+  return st->completed == st->submitted ? kSuccess : kNotReady;
+}
+
+EXPORT hipError_t hipStreamDestroy(void *stream) {
+  State *s = St();
+  if (!stream) return kInvalidHandle;
+  WaitStream(s, static_cast<Stream *>(stream));
+  delete static_cast<Stream *>(stream);
+  return kSuccess;
+}
+
+EXPORT hipError_t hipDeviceSynchronize(void) {
+  State *s = St();
+  std::unique_lock<std::mutex> lock(s->mu);
+  s->done_cv.wait(lock, [s] { return s->pending == 0; });
+  return kSuccess;
+}
+
+EXPORT hipError_t hipMalloc(void **ptr, size_t size) {
+  State *s = St();
+  if (!ptr) return kInvalidValue;
+  if (!HasDevice(s)) return kNoDevice;
+  if (size == 0) {
+    *ptr = nullptr;
+    return kSuccess;
+  }
+  if (size > (size_t(1) << 34)) return kOutOfMemory;
+  void *p = aligned_alloc(256, (size + 255) & ~size_t(255));
+  if (!p) return kOutOfMemory;
+  memset(p, 0xa5, size);  // device memory starts out as garbage, not zeros
+  std::lock_guard<std::mutex> lock(s->mu);
+  s->allocations[reinterpret_cast<uintptr_t>(p)] = size;
+  *ptr = p;
+  return kSuccess;
+}
+
+EXPORT hipError_t hipFree(void *ptr) {
+  State *s = St();
+  if (!ptr) return kSuccess;
+  std::unique_lock<std::mutex> lock(s->mu);
+  auto it = s->allocations.find(reinterpret_cast<uintptr_t>(ptr));
+  if (it == s->allocations.end()) return kInvalidValue;
+  s->done_cv.wait(lock, [s] { return s->pending == 0; });  // hipFree synchronises the device
+  s->allocations.erase(it);
+  free(ptr);
+  return kSuccess;
+}
+
+EXPORT hipError_t hipMemcpyHtoDAsync(void *dst, void *src, size_t bytes, void *stream) {
+  State *s = St();
+  if (!src && bytes) return kInvalidValue;
+  uint64_t d = reinterpret_cast<uintptr_t>(dst);
+  if (StandinCheckPtr(d, bytes)) return kInvalidValue;
+  // Reads the host memory when the copy runs: the caller keeps it alive until then.
+  return Enqueue(s, stream, [dst, src, bytes] {
+    memcpy(dst, src, bytes);
+    return kSuccess;
+  });
+}
+
+EXPORT hipError_t hipMemcpyDtoHAsync(void *dst, void *src, size_t bytes, void *stream) {
+  State *s = St();
+  if (!dst && bytes) return kInvalidValue;
+  if (StandinCheckPtr(reinterpret_cast<uintptr_t>(src), bytes)) return kInvalidValue;
+  return Enqueue(s, stream, [dst, src, bytes] {
+    memcpy(dst, src, bytes);
+    return kSuccess;
+  });
+}
+
+EXPORT hipError_t hipMemcpyDtoDAsync(void *dst, void *src, size_t bytes, void *stream) {
+  State *s = St();
+  if (StandinCheckPtr(reinterpret_cast<uintptr_t>(src), bytes)) return kInvalidValue;
+  if (StandinCheckPtr(reinterpret_cast<uintptr_t>(dst), bytes)) return kInvalidValue;
+  return Enqueue(s, stream, [dst, src, bytes] {
+    memmove(dst, src, bytes);
+    return kSuccess;
+  });
+}
+
+EXPORT hipError_t hipMemsetD32Async(void *dst, int value, size_t count, void *stream) {
+  State *s = St();
+  if (StandinCheckPtr(reinterpret_cast<uintptr_t>(dst), count * 4)) return kInvalidValue;
+  return Enqueue(s, stream, [dst, value, count] {
+    auto *p = static_cast<uint32_t *>(dst);
+    for (size_t i = 0; i < count; i++) p[i] = static_cast<uint32_t>(value);
+    return kSuccess;
+  });
+}
+
+static const char kMagic[] = "DEVEXIT-STANDIN-HIP-CO v1\n";
+
+EXPORT hipError_t hipModuleLoadData(void **module, const void *image) {
+  St();
+  if (!module || !image) return kInvalidValue;
+  const char *text = static_cast<const char *>(image);
+  if (strncmp(text, kMagic, sizeof kMagic - 1) != 0) return kInvalidImage;  // e.g. a real ELF code object
+  auto *m = new Module();
+  const char *p = text + sizeof kMagic - 1;
+  while (*p) {
+    const char *end = strchr(p, '\n');
+    std::string line = end ? std::string(p, end) : std::string(p);
+    if (line.rfind("kernel ", 0) == 0) m->kernels.push_back(line.substr(7));
+    if (!end) break;
+    p = end + 1;
+  }
+  *module = m;
+  return kSuccess;
+}
+
+EXPORT hipError_t hipModuleUnload(void *module) {
+  St();
+  if (!module) return kInvalidHandle;
+  delete static_cast<Module *>(module);
+  return kSuccess;
+}
+
+EXPORT hipError_t hipModuleGetFunction(void **function, void *module, const char *name) {
+  St();
+  if (!function || !module || !name) return kInvalidValue;
+  auto *m = static_cast<Module *>(module);
+  if (std::find(m->kernels.begin(), m->kernels.end(), name) == m->kernels.end()) return kNotFound;
+  const HostKernel *k = FindKernel(name);
+  if (!k) return kNotFound;
+  *function = new Function{k};
+  return kSuccess;
+}
+
+EXPORT hipError_t hipModuleLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                        unsigned by, unsigned bz, unsigned shared_bytes, void *stream,
+                                        void **params, void **extra) {
+  State *s = St();
+  (void)shared_bytes;
+  if (!function || extra) return kInvalidValue;
+  if (!gx || !gy || !gz || !bx || !by || !bz || uint64_t(bx) * by * bz > 1024) return kInvalidValue;
+  const HostKernel *k = static_cast<Function *>(function)->kernel;
+  // Arguments are copied at launch, as the runtime does.
+  std::vector<uint64_t> args;
+  size_t n = strlen(k->sig);
+  if (n && !params) return kInvalidValue;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t v = 0;
+    memcpy(&v, params[i], k->sig[i] == 'p' ? 8 : 4);
+    args.push_back(v);
+  }
+  LaunchDims dims{{gx, gy, gz}, {bx, by, bz}};
+  return Enqueue(s, stream, [k, args, dims] { return k->fn(args, dims); });
+}
+
+EXPORT const char *hipGetErrorName(hipError_t e) {
+  switch (e) {
+    case kSuccess: return "hipSuccess";
+    case kInvalidValue: return "hipErrorInvalidValue";
+    case kOutOfMemory: return "hipErrorOutOfMemory";
+    case kNotInitialized: return "hipErrorNotInitialized";
+    case kNoDevice: return "hipErrorNoDevice";
+    case kInvalidDevice: return "hipErrorInvalidDevice";
+    case kInvalidImage: return "hipErrorInvalidImage";
+    case kInvalidHandle: return "hipErrorInvalidHandle";
+    case kNotFound: return "hipErrorNotFound";
+    case kNotReady: return "hipErrorNotReady";
+    case kIllegalAddress: return "hipErrorIllegalAddress";
+    case kLaunchFailure: return "hipErrorLaunchFailure";
+    default: return "hipErrorUnknown";
+  }
+}
+EXPORT const char *hipGetErrorString(hipError_t e) { return hipGetErrorName(e); }
+
+// ---- hiprtc ----
+typedef int hiprtcResult;
+
+EXPORT const char *hiprtcGetErrorString(hiprtcResult r) {
+  switch (r) {
+    case 0: return "HIPRTC_SUCCESS";
+    case 3: return "HIPRTC_ERROR_INVALID_INPUT";
+    case 4: return "HIPRTC_ERROR_INVALID_PROGRAM";
+    case 6: return "HIPRTC_ERROR_COMPILATION";
+    default: return "HIPRTC_ERROR_INTERNAL_ERROR";
+  }
+}
+
+EXPORT hiprtcResult hiprtcVersion(int *major, int *minor) {
+  if (!major || !minor) return 3;
+  *major = 9;
+  *minor = 0;
+  return 0;
+}
+
+EXPORT hiprtcResult hiprtcCreateProgram(void **prog, const char *src, const char *name, int num_headers,
+                                        const char **headers, const char **include_names) {
+  (void)name, (void)headers, (void)include_names;
+  if (!prog || !src || num_headers < 0) return 3;
+  auto *p = new Program();
+  p->source = src;
+  *prog = p;
+  return 0;
+}
+
+// "Compiles" by finding the __global__ functions and keeping those with a host implementation.
+EXPORT hiprtcResult hiprtcCompileProgram(void *prog, int num_options, const char **options) {
+  if (!prog) return 4;
+  auto *p = static_cast<Program *>(prog);
+  std::string arch = "default";
+  for (int i = 0; i < num_options; i++) {
+    std::string o = options[i] ? options[i] : "";
+    if (o.rfind("--offload-arch=", 0) == 0) arch = o.substr(15);
+  }
+  const std::string &src = p->source;
+  size_t err = src.find("#error");
+  if (err != std::string::npos) {
+    size_t eol = src.find('\n', err);
+    p->log = "program.hip: error: " + src.substr(err + 7, eol == std::string::npos ? std::string::npos : eol - err - 7);
+    return 6;
+  }
+  std::string code = std::string(kMagic) + "arch " + arch + "\n";
+  int found = 0;
+  for (size_t at = src.find("__global__"); at != std::string::npos; at = src.find("__global__", at + 1)) {
+    size_t open = src.find('(', at);
+    if (open == std::string::npos) break;
+    size_t end = open;
+    while (end > at && (src[end - 1] == ' ' || src[end - 1] == '\n')) end--;
+    size_t begin = end;
+    while (begin > at && (isalnum(static_cast<unsigned char>(src[begin - 1])) || src[begin - 1] == '_')) begin--;
+    std::string name = src.substr(begin, end - begin);
+    if (!FindKernel(name)) {
+      p->log = "stand-in hiprtc: no host implementation for kernel '" + name +
+               "' (the stand-in runs fill_u32, copy, saxpy_f32, sum_f32, add_u32, sleep_us)";
+      return 6;
+    }
+    code += "kernel " + name + "\n";
+    found++;
+  }
+  if (!found) {
+    p->log = "stand-in hiprtc: no __global__ function in the program";
+    return 6;
+  }
+  p->code = code;
+  p->log.clear();
+  return 0;
+}
+
+EXPORT hiprtcResult hiprtcGetCodeSize(void *prog, size_t *size) {
+  if (!prog || !size) return 3;
+  *size = static_cast<Program *>(prog)->code.size() + 1;
+  return 0;
+}
+EXPORT hiprtcResult hiprtcGetCode(void *prog, char *code) {
+  if (!prog || !code) return 3;
+  const std::string &c = static_cast<Program *>(prog)->code;
+  memcpy(code, c.c_str(), c.size() + 1);
+  return 0;
+}
+EXPORT hiprtcResult hiprtcGetProgramLogSize(void *prog, size_t *size) {
+  if (!prog || !size) return 3;
+  *size = static_cast<Program *>(prog)->log.size() + 1;
+  return 0;
+}
+EXPORT hiprtcResult hiprtcGetProgramLog(void *prog, char *log) {
+  if (!prog || !log) return 3;
+  const std::string &l = static_cast<Program *>(prog)->log;
+  memcpy(log, l.c_str(), l.size() + 1);
+  return 0;
+}
+EXPORT hiprtcResult hiprtcDestroyProgram(void **prog) {
+  if (!prog || !*prog) return 3;
+  delete static_cast<Program *>(*prog);
+  *prog = nullptr;
+  return 0;
+}
