@@ -40,10 +40,14 @@ describe('@devexit/core without native', () => {
     expect(() => deviceId('', 0)).toThrow(/backendName must be a non-empty name/);
     expect(() => closeAtExit(dev, '', () => {})).toThrow(/serviceType must be a non-empty name/);
     expect(() => closeAtExit(dev, 'queue', 'nope' as never)).toThrow(/close must be a function; got "nope"/);
-    expect(() => closeAtExit({ type: 0, index: 0 }, 'queue', () => {})).toThrow(/device\.type must be an integer in 1\.\.65535/);
+    expect(() => closeAtExit({ type: 0, index: 0 }, 'queue', () => {})).toThrow(
+      /device\.type must be an integer in 1\.\.65535/,
+    );
     expect(() => closeAtExit(null as never, 'queue', () => {})).toThrow(/device must be a DeviceId/);
     expect(() => configure({ timeoutMs: 0 })).toThrow(/timeoutMs must be an integer/);
-    expect(() => configure({ onTimeout: 'later' as never })).toThrow(/onTimeout must be 'exit' or 'warn'; got "later"/);
+    expect(() => configure({ onTimeout: 'later' as never })).toThrow(
+      /onTimeout must be 'exit' or 'warn'; got "later"/,
+    );
     expect(() => closeServices(null as never)).toThrow(TypeError);
   });
 
@@ -52,9 +56,11 @@ describe('@devexit/core without native', () => {
     const order: string[] = [];
     expect(closeAtExit(dev, 'a', () => order.push('a'))).toBe(true);
     expect(closeAtExit(dev, 'a', () => order.push('a-second'))).toBe(false);
-    expect(closeAtExit(dev, 'b', () => {
-      throw new Error('b broke');
-    })).toBe(true);
+    expect(
+      closeAtExit(dev, 'b', () => {
+        throw new Error('b broke');
+      }),
+    ).toBe(true);
     expect(closeAtExit(dev, 'c', () => order.push('c'))).toBe(true);
     expect(closeAtExit(deviceId('cpu', 8), 'gone', () => order.push('gone'))).toBe(true);
     expect(forgetClose(deviceId('cpu', 8), 'gone')).toBe(true);
@@ -127,10 +133,9 @@ describe('the JS exit layer alone (child processes)', () => {
         expect({ status: r.status, signal: r.signal }).toEqual({ status: code, signal: null });
         expect(r.stderr.match(/closed wgpu:0/g)).toHaveLength(1);
         expect(r.stderr).toContain('devexit: close of wgpu:1/queue failed: nope');
-        expect(parseReportLines(r.stderr).map((e) => `${e.device.type}:${e.device.index} ${e.outcome} ${e.layer}`)).toEqual([
-          'wgpu:0 ok js-exit',
-          'wgpu:1 error js-exit',
-        ]);
+        expect(
+          parseReportLines(r.stderr).map((e) => `${e.device.type}:${e.device.index} ${e.outcome} ${e.layer}`),
+        ).toEqual(['wgpu:0 ok js-exit', 'wgpu:1 error js-exit']);
       }
     });
   }

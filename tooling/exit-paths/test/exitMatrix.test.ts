@@ -8,6 +8,9 @@ const TIMEOUT_MS = 15_000;
 
 interface Row {
   row: string;
+  /** Test name, when it differs from the fixture row. */
+  name?: string;
+  nodeArgs?: string[];
   /** What ends the process with devexit on. */
   expect: { code: number | null; signal: NodeJS.Signals | null };
   /** Closes that must each run exactly once (none for rows that never reach teardown). */
@@ -81,6 +84,17 @@ const rows: Row[] = [
     reachesTeardown: true,
   },
   {
+    // Same as worker-first-load, but `node -r @devexit/native/register` loaded devexit on the
+    // main thread first: the guard is armed from .init_array and the JS layer closes.
+    row: 'worker-first-load',
+    name: 'worker-first-load with the --require preload',
+    nodeArgs: ['-r', '@devexit/native/register'],
+    expect: { code: 0, signal: null },
+    closes: { 'standin:0/loop': 1 },
+    layers: ['js-exit'],
+    reachesTeardown: true,
+  },
+  {
     row: 'main-exits-worker-alive',
     expect: { code: 0, signal: null },
     closes: { 'standin:0/loop': 1 },
@@ -116,6 +130,7 @@ const rows: Row[] = [
 function options(r: Row, env: Record<string, string> = {}): ChildOptions {
   const o: ChildOptions = { script, args: [r.row], timeoutMs: TIMEOUT_MS, env };
   if (r.signalOnReady) o.signalOnReady = r.signalOnReady;
+  if (r.nodeArgs) o.nodeArgs = r.nodeArgs;
   return o;
 }
 
@@ -123,8 +138,8 @@ describe('exit-path matrix (crash-reproducing stand-in runtime)', () => {
   for (const r of rows) {
     it(
       r.reachesTeardown
-        ? `${r.row}: ${RUNS} runs with devexit exit cleanly, each close exactly once`
-        : `${r.row}: ${RUNS} runs end by the signal, no close runs, no crash`,
+        ? `${r.name ?? r.row}: ${RUNS} runs with devexit exit cleanly, each close exactly once`
+        : `${r.name ?? r.row}: ${RUNS} runs end by the signal, no close runs, no crash`,
       async () => {
         const results = await runMany(RUNS, options(r));
         const expected = r.expect.signal ?? undefined;
@@ -148,7 +163,7 @@ describe('exit-path matrix (crash-reproducing stand-in runtime)', () => {
     );
 
     if (r.reachesTeardown) {
-      it(`${r.row}: the same fixture with the guard disabled crashes (control)`, async () => {
+      it(`${r.name ?? r.row}: the same fixture with the guard disabled crashes (control)`, async () => {
         const results = await runMany(RUNS, options(r, { DEVEXIT_GUARD: '0' }));
         const crashes = results.filter((res) => crashed(res)).length;
         // The control proves the test can fail: without devexit the stand-in's teardown kills it.
@@ -156,7 +171,7 @@ describe('exit-path matrix (crash-reproducing stand-in runtime)', () => {
         for (const res of results) expect(res.timedOut).toBe(false);
       });
     } else {
-      it(`${r.row}: nothing runs and nothing crashes, guard on or off`, async () => {
+      it(`${r.name ?? r.row}: nothing runs and nothing crashes, guard on or off`, async () => {
         const off = await runMany(Math.min(RUNS, 5), options(r, { DEVEXIT_GUARD: '0' }));
         for (const res of off) expect(summary(res, r.expect.signal ?? undefined).crashed).toBe(false);
       });

@@ -136,3 +136,20 @@ describe('native registry (child processes)', () => {
     expect(r.stderr).toMatch(/^devexit: ok standin:1\/loop in [0-9.]+ ms \(js-exit\)$/m);
   });
 });
+
+describe('arming the main-thread guard', () => {
+  it('loaded first in a Worker: .init_array cannot arm it, module init on the main thread does', async () => {
+    const r = await runChild({ script: join(fixtures, 'armedBy.cjs') });
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({ armed: true, by: 'module_init' });
+  });
+
+  it('with the --require preload it is armed from .init_array before any Worker', async () => {
+    const r = await runChild({
+      script: join(fixtures, 'armedBy.cjs'),
+      nodeArgs: ['-r', '@devexit/native/register'],
+    });
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({ armed: true, by: 'init_array' });
+  });
+});
