@@ -4,7 +4,10 @@ const { existsSync } = require('node:fs');
 const { join } = require('node:path');
 const { spawnSync } = require('node:child_process');
 
-if (process.env.DEVEXIT_NATIVE_PATH || existsSync(join(__dirname, 'build', 'Release', 'devexit_native.node'))) {
+if (
+  process.env.DEVEXIT_NATIVE_PATH ||
+  existsSync(join(__dirname, 'build', 'Release', 'devexit_native.node'))
+) {
   process.exit(0);
 }
 const r = spawnSync('node-gyp', ['rebuild'], { stdio: 'inherit', shell: true });

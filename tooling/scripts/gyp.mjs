@@ -15,7 +15,10 @@ if (!process.env.npm_config_nodedir && existsSync(join(prefix, 'include', 'node'
 }
 // configure + build, not rebuild: no clean step, so a build never removes an addon that another
 // process is loading, and unchanged objects are reused.
-for (const step of [['configure', ...extra], ['build', '--jobs=max', ...extra]]) {
+for (const step of [
+  ['configure', ...extra],
+  ['build', '--jobs=max', ...extra],
+]) {
   const r = spawnSync(process.execPath, [gyp, ...step], { stdio: 'inherit' });
   if (r.status !== 0) process.exit(r.status ?? 1);
 }
