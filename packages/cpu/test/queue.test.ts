@@ -1,0 +1,143 @@
+import { join } from 'node:path';
+import type { Device, Queue } from '@devexit/core';
+import { backend, configuredDeviceCount } from '@devexit/cpu';
+import { runMany, summary } from '@devexit/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const fixture = (name: string) => join(__dirname, 'fixtures', name);
+const u32 = (b: Uint8Array) => new Uint32Array(b.slice().buffer);
+const f32 = (b: Uint8Array) => new Float32Array(b.slice().buffer);
+
+describe('cpu queue and kernels', () => {
+  let device: Device;
+  let q: Queue;
+  beforeAll(async () => {
+    device = await backend.open(0);
+    q = device.queue();
+  });
+  afterAll(async () => {
+    await device.close();
+  });
+
+  it('reads DEVEXIT_CPU_DEVICES: default 1, a count, or a reason for a bad value', () => {
+    expect(configuredDeviceCount({})).toBe(1);
+    expect(configuredDeviceCount({ DEVEXIT_CPU_DEVICES: '3' })).toBe(3);
+    expect(configuredDeviceCount({ DEVEXIT_CPU_DEVICES: '0' })).toMatch(/DEVEXIT_CPU_DEVICES must be/);
+    expect(configuredDeviceCount({ DEVEXIT_CPU_DEVICES: 'lots' })).toMatch(/DEVEXIT_CPU_DEVICES must be/);
+  });
+
+  it('names the device after its thread count', () => {
+    expect(device.name).toMatch(/^cpu \(\d+ threads\)$/);
+  });
+
+  it('splits a large launch across the pool: saxpy and sum over 2^20 elements', async () => {
+    const n = 1 << 20;
+    const x = q.alloc(n * 4);
+    const y = q.alloc(n * 4);
+    const s = q.alloc(4);
+    const xs = new Float32Array(n).map((_, i) => (i % 7) - 3);
+    q.write(x, xs);
+    q.fill(y, 0x3f800000); // 1.0f
+    q.launch(device.kernel('saxpy_f32'), n, [x, y, { f32: 2 }, { u32: n }]);
+    const ys = f32(await q.read(y));
+    for (let i = 0; i < n; i += 4099) expect(ys[i]).toBe(2 * xs[i]! + 1);
+    expect(ys[n - 1]).toBe(2 * xs[n - 1]! + 1);
+    // Small integers: every partial sum is exact in float, whatever the chunk order.
+    q.launch(device.kernel('sum_f32'), n, [y, s, { u32: n }]);
+    let want = 0;
+    for (const v of ys) want += v;
+    expect(f32(await q.read(s))[0]).toBe(want);
+    q.free(x);
+    q.free(y);
+    q.free(s);
+  });
+
+  it('keeps built-ins inside their buffers when n or grid exceed them', async () => {
+    const b = q.alloc(16);
+    const guard = q.alloc(16);
+    q.fill(guard, 7);
+    q.launch(device.kernel('fill_u32'), 1 << 16, [b, { u32: 9 }, { u32: 1 << 16 }]);
+    expect(Array.from(u32(await q.read(b)))).toEqual([9, 9, 9, 9]);
+    expect(Array.from(u32(await q.read(guard)))).toEqual([7, 7, 7, 7]);
+    q.free(b);
+    q.free(guard);
+  });
+
+  it('rejects args that do not match a built-in signature with a TypeError', () => {
+    const b = q.alloc(16);
+    expect(() => q.launch(device.kernel('fill_u32'), 4, [b, { f32: 1 }, { u32: 4 }])).toThrow(TypeError);
+    expect(() => q.launch(device.kernel('copy'), 4, [b, { u32: 4 }])).toThrow(/signature/);
+    q.free(b);
+  });
+
+  it('refuses a freed buffer with a TypeError naming it', async () => {
+    const b = q.alloc(16);
+    q.free(b);
+    expect(() => q.write(b, new Uint8Array(4))).toThrow(/buffer was freed/);
+    await expect(q.read(b)).rejects.toThrow(TypeError);
+    expect(() => q.free(b)).toThrow(TypeError);
+  });
+
+  it('explicit close finishes queued work (documented: finish)', async () => {
+    const d = await backend.open(0);
+    expect(d).toBe(device);
+    const n = 1 << 18;
+    const b = q.alloc(n * 4);
+    const k = d.kernel('fill_u32');
+    for (let i = 1; i <= 64; i++) q.launch(k, n, [b, { u32: i }, { u32: n }]);
+    const last = q.read(b, (n - 1) * 4, 4);
+    const flushed = q.flush();
+    await d.close();
+    expect(u32(await last)[0]).toBe(64);
+    await expect(flushed).resolves.toBeUndefined();
+    // A later open gives a fresh device with a working queue.
+    device = await backend.open(0);
+    expect(device).not.toBe(d);
+    q = device.queue();
+    const c = q.alloc(8);
+    q.fill(c, 3);
+    expect(Array.from(u32(await q.read(c)))).toEqual([3, 3]);
+  });
+});
+
+describe('cpu devices in child processes', () => {
+  it('DEVEXIT_CPU_DEVICES=3: three busy devices, process.exit, each queue closed once (10 runs)', async () => {
+    const results = await runMany(10, {
+      script: fixture('multiDevice.cjs'),
+      env: { DEVEXIT_CPU_DEVICES: '3' },
+      timeoutMs: 20_000,
+    });
+    for (const r of results) {
+      expect(summary(r), r.stderr).toEqual({
+        code: 0,
+        signal: null,
+        timedOut: false,
+        crashed: false,
+        closes: { 'cpu:0/queue': 1, 'cpu:1/queue': 1, 'cpu:2/queue': 1 },
+        failed: [],
+      });
+      expect(r.stdout).toContain('busy 3');
+    }
+  });
+
+  it('a device shared by main and a terminated worker: main still completes, closed once (10 runs)', async () => {
+    const results = await runMany(10, { script: fixture('sharedWithWorker.cjs'), timeoutMs: 20_000 });
+    for (const r of results) {
+      expect(summary(r), `${r.stdout}\n${r.stderr}`).toEqual({
+        code: 0,
+        signal: null,
+        timedOut: false,
+        crashed: false,
+        closes: { 'cpu:0/queue': 1 },
+        failed: [],
+      });
+      expect(r.stdout).toContain('main ok');
+    }
+  });
+
+  it('no queue starts once the process is exiting (ERR_DEVEXIT_EXITING)', async () => {
+    const [r] = await runMany(1, { script: fixture('afterExit.cjs'), timeoutMs: 20_000 });
+    expect(r!.code, r!.stderr).toBe(0);
+    expect(r!.stdout.trim()).toBe('ERR_DEVEXIT_EXITING');
+  });
+});
