@@ -52,8 +52,9 @@ export function isExiting(): boolean {
   const state = coreState();
   if (state.exiting) return true;
   const native = state.native;
-  if (!native) return false;
-  return native.exitingView ? Atomics.load(native.exitingView, 0) !== 0 : native.isExiting();
+  if (native === undefined) return false;
+  const view = native.exitingView;
+  return view !== undefined ? Atomics.load(view, 0) !== 0 : native.isExiting();
 }
 
 export interface CloseServicesOptions {

@@ -41,14 +41,18 @@ export interface CoreState {
 
 const KEY = Symbol.for('@devexit/core/state@1');
 
+let cached: CoreState | undefined;
+
 /** One state per JS realm, shared by every copy of @devexit/core loaded into it. */
 export function coreState(): CoreState {
+  if (cached) return cached;
   const g = globalThis as unknown as Record<symbol, CoreState | undefined>;
   let state = g[KEY];
   if (!state) {
     state = createState();
     Object.defineProperty(globalThis, KEY, { value: state, enumerable: false });
   }
+  cached = state;
   return state;
 }
 
