@@ -1,0 +1,11 @@
+// npm/pnpm install step: build the addon unless a build is already there (a workspace build, or
+// DEVEXIT_CPU_ADDON), so that installing never deletes an addon another process has loaded.
+const { existsSync } = require('node:fs');
+const { join } = require('node:path');
+const { spawnSync } = require('node:child_process');
+
+if (process.env.DEVEXIT_CPU_ADDON || existsSync(join(__dirname, 'build', 'Release', 'devexit_cpu.node'))) {
+  process.exit(0);
+}
+const r = spawnSync('node-gyp', ['rebuild'], { stdio: 'inherit', shell: true });
+process.exit(r.status ?? 1);
