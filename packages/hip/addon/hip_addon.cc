@@ -73,9 +73,19 @@ struct Sink {
   Napi::ThreadSafeFunction tsfn;
 };
 
+void DeliverToJs(Napi::Env env, Napi::Function fn, Completion *c);
+
 void CallJs(Napi::Env env, Napi::Function fn, Completion *c) {
   std::unique_ptr<Completion> owned(c);
   if (!env || !fn) return;
+  // A worker being terminated refuses calls into JS: the completion is dropped with it.
+  try {
+    DeliverToJs(env, fn, c);
+  } catch (const Napi::Error &) {
+  }
+}
+
+void DeliverToJs(Napi::Env env, Napi::Function fn, Completion *c) {
   Napi::Value err = c->error.empty() ? env.Null() : Napi::String::New(env, c->error);
   Napi::Value name = c->hip_name.empty() ? env.Undefined() : Napi::String::New(env, c->hip_name);
   Napi::Value data = env.Undefined();

@@ -475,8 +475,6 @@ function compileOn(device: number, source: string, options: CompileOptions): Pro
  */
 export async function compile(source: string, options: CompileOptions = {}): Promise<Uint8Array> {
   if (typeof options !== 'object' || options === null) throw new TypeError(`devexit: options must be an object; got ${describe(options)}`);
-  const p = nativeProbe();
-  if (!p.loaded) throw unavailableError(NAME, `library missing: ${p.error}`);
   return compileOn(-1, source, options);
 }
 
@@ -501,14 +499,18 @@ export interface CompilerOptions {
 export function startCompiler(options: CompilerOptions = {}) {
   const poll = options.idlePollUs;
   if (poll !== undefined) checkIndex(poll, 'options.idlePollUs', 10_000_000);
-  const p = nativeProbe();
-  if (!p.loaded) throw unavailableError(NAME, `library missing: ${p.error}`);
+  // No probe first: the compiler thread may be the process's first HIP user.
   if (isExiting()) throw exitingError('start the hiprtc compiler');
   try {
     return binding().startCompiler(poll ?? -1);
   } catch (err) {
     rethrow(err);
   }
+}
+
+/** The compiler service's HIP initialisation results and idle polls so far, or null when it is not running. */
+export function compilerState() {
+  return loadBinding()?.compilerState() ?? null;
 }
 
 /** Stops the compiler service (exit then has nothing to close for it). */

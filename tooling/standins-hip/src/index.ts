@@ -7,4 +7,11 @@ import { join } from 'node:path';
 export const standinHipPath: string = join(__dirname, '..', 'build', 'Release', 'libamdhip64.so');
 
 /** Kernels the stand-in has host implementations for (the built-ins plus two for tests). */
-export const STANDIN_KERNELS: readonly string[] = ['fill_u32', 'copy', 'saxpy_f32', 'sum_f32', 'add_u32', 'sleep_us'];
+export const STANDIN_KERNELS: readonly string[] = [
+  'fill_u32',
+  'copy',
+  'saxpy_f32',
+  'sum_f32',
+  'add_u32',
+  'sleep_us',
+];
