@@ -135,6 +135,29 @@ describe('cpu devices in child processes', () => {
     }
   });
 
+  it('an explicit close racing the exit close: one close, no crash, no hang (3 delays x 6 runs)', async () => {
+    for (const delay of ['0', '2', '10']) {
+      const results = await runMany(6, {
+        script: fixture('closeRace.cjs'),
+        args: [delay],
+        timeoutMs: 20_000,
+      });
+      for (const r of results) {
+        const s = summary(r);
+        expect({ ...s, closes: undefined }, r.stderr).toEqual({
+          code: 0,
+          signal: null,
+          timedOut: false,
+          crashed: false,
+          closes: undefined,
+          failed: [],
+        });
+        // Exit took the registration first (1 close reported) or the explicit close unregistered it (0).
+        expect([0, 1]).toContain(s.closes['cpu:0/queue'] ?? 0);
+      }
+    }
+  });
+
   it('no queue starts once the process is exiting (ERR_DEVEXIT_EXITING)', async () => {
     const [r] = await runMany(1, { script: fixture('afterExit.cjs'), timeoutMs: 20_000 });
     expect(r!.code, r!.stderr).toBe(0);
