@@ -1,0 +1,139 @@
+/** Loading Dawn (npm `webgpu`), keeping its instances alive, and finding an adapter. */
+
+export interface DawnModule {
+  create(flags: string[]): GPU;
+  globals: Record<string, unknown>;
+}
+
+export interface AdapterChoice {
+  adapter: GPUAdapter;
+  /** 'vulkan' or 'opengles' (or whatever DEVEXIT_WGPU_FLAGS asked for). */
+  backend: string;
+  flags: string[];
+  featureLevel: 'core' | 'compatibility';
+  description: string;
+}
+
+export interface Discovery {
+  choice: AdapterChoice | undefined;
+  /** One line per attempt, for probe(). */
+  tried: string[];
+  version: string;
+}
+
+// Dawn crashes in CallbackTaskManager::Flush when the object from create() is collected while a
+// device made from it lives on: every instance we create stays reachable for the process's life.
+const KEEP = Symbol.for('@devexit/wgpu/instances');
+const g = globalThis as unknown as Record<symbol, unknown[] | undefined>;
+const instances: unknown[] = g[KEEP] ?? [];
+if (!g[KEEP]) Object.defineProperty(globalThis, KEEP, { value: instances, enumerable: false });
+
+let dawn: DawnModule | undefined;
+let dawnError: string | undefined;
+let dawnVersion = 'unknown';
+
+/** The `webgpu` module, or undefined with a reason (never throws). */
+export function loadDawn(): { dawn?: DawnModule; error?: string } {
+  if (dawn) return { dawn };
+  if (dawnError !== undefined) return { error: dawnError };
+  try {
+    // webgpu is ESM; Node >= 20.19 loads it through require(esm).
+    const mod = require('webgpu') as DawnModule;
+    if (typeof mod.create !== 'function') throw new Error('the module has no create()');
+    // The WebGPU constants (GPUBufferUsage, GPUMapMode, ...) and classes, as in a browser.
+    for (const [k, v] of Object.entries(mod.globals)) {
+      if (!(k in globalThis)) (globalThis as Record<string, unknown>)[k] = v;
+    }
+    try {
+      dawnVersion = (require('webgpu/package.json') as { version: string }).version;
+    } catch {
+      // The exports map may hide package.json; the version is informational.
+    }
+    dawn = mod;
+    return { dawn };
+  } catch (err) {
+    dawnError = `cannot load npm 'webgpu' (Dawn): ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`;
+    return { error: dawnError };
+  }
+}
+
+function keep(instance: unknown): void {
+  instances.push(instance);
+}
+
+interface Attempt {
+  backend: string;
+  flags: string[];
+  featureLevel: 'core' | 'compatibility';
+}
+
+function attempts(env: NodeJS.ProcessEnv): Attempt[] {
+  const custom = env.DEVEXIT_WGPU_FLAGS;
+  if (custom !== undefined && custom.trim() !== '') {
+    const flags = custom.split(',').map((f) => f.trim()).filter(Boolean);
+    const backend = /backend=([a-z0-9]+)/.exec(custom)?.[1] ?? 'default';
+    const featureLevel = env.DEVEXIT_WGPU_FEATURE_LEVEL === 'compatibility' ? 'compatibility' : 'core';
+    return [{ backend, flags, featureLevel }];
+  }
+  const vulkan: Attempt = { backend: 'vulkan', flags: ['backend=vulkan'], featureLevel: 'core' };
+  const gles: Attempt = { backend: 'opengles', flags: ['backend=opengles'], featureLevel: 'compatibility' };
+  switch (env.DEVEXIT_WGPU_BACKEND) {
+    case 'vulkan':
+      return [vulkan];
+    case 'opengles':
+      return [gles];
+    default:
+      return [vulkan, gles];
+  }
+}
+
+function describeVulkan(env: NodeJS.ProcessEnv): string {
+  const icd = env.VK_ICD_FILENAMES ?? env.VK_DRIVER_FILES;
+  return icd ? `VK_ICD_FILENAMES=${icd}` : 'the Vulkan loader default ICDs (/usr/share/vulkan/icd.d)';
+}
+
+/**
+ * Tries Vulkan, then Dawn's OpenGL ES backend (feature level compatibility, EGL surfaceless),
+ * unless DEVEXIT_WGPU_BACKEND or DEVEXIT_WGPU_FLAGS pick one. Never throws.
+ */
+export async function discover(env: NodeJS.ProcessEnv = process.env): Promise<Discovery> {
+  const loaded = loadDawn();
+  if (!loaded.dawn) return { choice: undefined, tried: [loaded.error ?? 'webgpu failed to load'], version: dawnVersion };
+  const tried: string[] = [];
+  for (const a of attempts(env)) {
+    if (a.backend === 'opengles' && env.EGL_PLATFORM === undefined) {
+      // No display on a headless machine: Mesa's EGL needs to be told.
+      process.env.EGL_PLATFORM = 'surfaceless';
+    }
+    const where =
+      a.backend === 'vulkan'
+        ? `Vulkan (${describeVulkan(env)})`
+        : a.backend === 'opengles'
+          ? `OpenGL ES (EGL_PLATFORM=${process.env.EGL_PLATFORM}, featureLevel compatibility)`
+          : `Dawn flags ${a.flags.join(',')}`;
+    try {
+      const gpu = loaded.dawn.create(a.flags);
+      keep(gpu);
+      const adapter = await gpu.requestAdapter({ featureLevel: a.featureLevel } as GPURequestAdapterOptions);
+      if (!adapter) {
+        tried.push(`${where}: no adapter (driver missing or rejected by Dawn)`);
+        continue;
+      }
+      keep(adapter);
+      const info = adapter.info;
+      const description = info?.description || info?.device || 'unknown adapter';
+      return {
+        choice: { adapter, backend: a.backend, flags: a.flags, featureLevel: a.featureLevel, description },
+        tried: [...tried, `${where}: ${description}`],
+        version: dawnVersion,
+      };
+    } catch (err) {
+      tried.push(`${where}: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`);
+    }
+  }
+  return { choice: undefined, tried, version: dawnVersion };
+}
+
+export function dawnPackageVersion(): string {
+  return dawnVersion;
+}
