@@ -32,7 +32,10 @@ int64_t NowNs() {
 
 int CloseFromRegistry(void *ctx, const devexit_close_call_v1 *call) {
   std::string error;
-  int rc = static_cast<Device *>(ctx)->CloseOnce(false, call->deadline_ns, &error);
+  // closeServices() runs with JS alive: dropped reads and flushes are settled (rejected). At
+  // exit they are only freed.
+  bool js_alive = call->layer && strcmp(call->layer, "explicit") == 0;
+  int rc = static_cast<Device *>(ctx)->CloseOnce(false, call->deadline_ns, &error, js_alive);
   if (rc != 0 && call->error && call->error_size) snprintf(call->error, call->error_size, "%s", error.c_str());
   return rc;
 }
@@ -289,17 +292,18 @@ void Device::Execute(Command &c) {
 }
 
 void Device::Deliver(Completion *c) {
-  // Once the process is exiting the JS side may be gone: results are dropped, never sent.
+  // Once the process is exiting the JS side may be gone: results are dropped, never sent;
+  // unless the close runs from closeServices(), with JS alive.
   const devexit_registry_v1 *reg = Registry(nullptr);
   std::shared_ptr<Sink> sink = c->sink;
-  if (sink && !(reg && reg->is_exiting())) {
+  if (sink && (js_alive_close_.load() || !(reg && reg->is_exiting()))) {
     std::lock_guard<std::mutex> lock(sink->mu);
     if (sink->alive && napi_call_threadsafe_function(sink->tsfn, c, napi_tsfn_nonblocking) == napi_ok) return;
   }
   delete c;
 }
 
-int Device::CloseOnce(bool finish, int64_t deadline_ns, std::string *error) {
+int Device::CloseOnce(bool finish, int64_t deadline_ns, std::string *error, bool js_alive) {
   {
     std::unique_lock<std::mutex> lock(close_mu_);
     if (state_ == State::kClosing) {
@@ -323,6 +327,7 @@ int Device::CloseOnce(bool finish, int64_t deadline_ns, std::string *error) {
       accepting_ = false;
     }
   }
+  js_alive_close_.store(js_alive);
   std::deque<Command> dropped;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -335,6 +340,9 @@ int Device::CloseOnce(bool finish, int64_t deadline_ns, std::string *error) {
   for (Command &c : dropped) {
     if (c.op == Op::kFree) {
       Execute(c);
+    } else if (c.done && js_alive) {
+      c.done->status = Done::kDropped;  // rejected with ERR_DEVEXIT_DEVICE_CLOSED in its realm
+      Deliver(c.done);
     } else if (c.done) {
       delete c.done;  // its realm is going away with the process: nothing to settle
     }

@@ -90,7 +90,8 @@ class Device {
   // Explicit close, step 1: stop accepting and queue a last flush; false if nothing to drain.
   bool BeginDrain(Completion *done);
   // Explicit close, step 2 (and the exit close): the shared once. finish: run what is queued.
-  int CloseOnce(bool finish, int64_t deadline_ns, std::string *error);
+  // js_alive: closeServices() runs it with JS alive, so dropped work is settled (rejected).
+  int CloseOnce(bool finish, int64_t deadline_ns, std::string *error, bool js_alive = false);
   // After an explicit close: release every realm's TSFN (JS thread).
   void ReleaseSinks();
   bool registered() const { return registered_.load(); }
@@ -113,6 +114,7 @@ class Device {
   std::condition_variable close_cv_;
   enum class State { kIdle, kRunning, kClosing, kClosed } state_ = State::kIdle;
   std::atomic<bool> registered_{false};
+  std::atomic<bool> js_alive_close_{false};
   std::unique_ptr<std::thread> thread_;
   std::unique_ptr<Pool> pool_;
 

@@ -158,6 +158,24 @@ describe('cpu devices in child processes', () => {
     }
   });
 
+  it('closeServices() with reads queued: they settle (rejected as closed) and the process ends, no hang (5 runs)', async () => {
+    const runs = await runMany(5, { script: fixture('closeServicesPending.cjs'), timeoutMs: 20_000 });
+    for (const r of runs) {
+      expect({ code: r.code, signal: r.signal, timedOut: r.timedOut }, r.stderr).toEqual({
+        code: 0,
+        signal: null,
+        timedOut: false,
+      });
+      const codes: string[] = JSON.parse(r.stdout);
+      expect(codes).toHaveLength(3);
+      // Whatever the queue had not reached when the close came is rejected, never left pending.
+      for (const c of codes) expect(['ok', 'ERR_DEVEXIT_DEVICE_CLOSED']).toContain(c);
+      expect(codes).toContain('ERR_DEVEXIT_DEVICE_CLOSED');
+      // Closed once, by closeServices(); exit found nothing left to close.
+      expect(r.report.map((e) => `${e.device.type}:${e.device.index} ${e.layer} ${e.outcome}`)).toEqual(['cpu:0 explicit ok']);
+    }
+  });
+
   it('no queue starts once the process is exiting (ERR_DEVEXIT_EXITING)', async () => {
     const [r] = await runMany(1, { script: fixture('afterExit.cjs'), timeoutMs: 20_000 });
     expect(r!.code, r!.stderr).toBe(0);

@@ -137,6 +137,7 @@ struct Job {
   std::condition_variable cv;
   size_t groups_done = 0;
   int64_t deadline_ns = 0;
+  std::string layer;
 };
 
 void RunGroups(const std::shared_ptr<Job> &job) {
@@ -157,6 +158,7 @@ void RunGroups(const std::shared_ptr<Job> &job) {
       char error[256] = {0};
       call.error = error;
       call.error_size = sizeof error;
+      call.layer = job->layer.c_str();
       int rc = t.entry.close(t.entry.ctx, &call);
       std::lock_guard<std::mutex> lock(job->mu);
       t.rc = rc;
@@ -258,6 +260,7 @@ int RunClose(const char *layer, bool mark_exiting, TimeoutAction on_deadline, in
   });
   auto job = std::make_shared<Job>();
   job->deadline_ns = deadline;
+  job->layer = layer;
   for (size_t i = 0; i < taken.size(); i++) {
     bool same = i > 0 && taken[i].first.type == taken[i - 1].first.type &&
                 taken[i].first.index == taken[i - 1].first.index;

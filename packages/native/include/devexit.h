@@ -50,6 +50,10 @@ typedef struct devexit_close_call_v1 {
   int64_t deadline_ns; /* CLOCK_MONOTONIC nanoseconds: finish (or give up) by then */
   char *error;
   size_t error_size;
+  /* Who runs the close: "explicit" (closeServices() on the JS thread: the JS environment is
+   * alive and non-blocking thread-safe-function calls may settle dropped work), or an exit layer
+   * ("js-exit", "tls", "atexit", ...): nothing may call into JS any more. */
+  const char *layer;
 } devexit_close_call_v1;
 
 /* Returns 0 on success; anything else is a failure, described in call->error. */
