@@ -1,0 +1,134 @@
+import { join } from 'node:path';
+import { type ChildResult, crashed, outcomes, runMany, summary } from '@devexit/testkit';
+import { describe, expect, it } from 'vitest';
+import { unavailable } from './probe.js';
+
+// The three Dawn crash cases of the issue, on real Dawn: 20 runs each with devexit, and a control
+// each that runs the same work without devexit's handling and must crash.
+const fixture = (name: string) => join(__dirname, 'fixtures', name);
+const RUNS = 20;
+const CONTROL_RUNS = 6;
+const TIMEOUT_MS = 30_000;
+
+function show(r: ChildResult): string {
+  return `code=${r.code} signal=${r.signal} timedOut=${r.timedOut}\nstdout: ${r.stdout.slice(-300)}\nstderr: ${r.stderr.slice(-800)}`;
+}
+
+function figure(label: string, results: ChildResult[]): void {
+  const bad = results.filter((r) => crashed(r) || r.timedOut).length;
+  console.log(`${label}: crashed ${bad}/${results.length} ${JSON.stringify(outcomes(results))}`);
+}
+
+describe.skipIf(unavailable)('Dawn crash cases', () => {
+  describe('1: the script ends with onSubmittedWorkDone pending', () => {
+    const opts = (mode: string) => ({
+      script: fixture('endPending.cjs'),
+      args: [mode],
+      nodeArgs: ['--expose-gc'],
+      timeoutMs: TIMEOUT_MS,
+    });
+
+    it(`with devexit: exit 0, the work finishes, the queue closes once (${RUNS} runs)`, async () => {
+      const results = await runMany(RUNS, opts('devexit'));
+      figure('case 1 devexit', results);
+      for (const r of results) {
+        expect(summary(r), show(r)).toEqual({
+          code: 0,
+          signal: null,
+          timedOut: false,
+          crashed: false,
+          closes: { 'wgpu:0/queue': 1 },
+          failed: [],
+        });
+        expect(r.stdout, show(r)).toContain('work done');
+      }
+    });
+
+    it('control: raw Dawn with the create() result dropped crashes', async () => {
+      const results = await runMany(CONTROL_RUNS, opts('raw'));
+      figure('case 1 control (raw Dawn)', results);
+      expect(results.filter((r) => crashed(r) || r.timedOut).length).toBeGreaterThan(0);
+    });
+  });
+
+  describe('2: process.exit() in a Worker with work pending', () => {
+    const opts = (env: Record<string, string> = {}) => ({
+      script: fixture('workerExit.cjs'),
+      env,
+      timeoutMs: TIMEOUT_MS,
+    });
+
+    it(`with devexit: the Worker exits 0, then the process exits 0 (${RUNS} runs)`, async () => {
+      const results = await runMany(RUNS, opts());
+      figure('case 2 devexit', results);
+      for (const r of results) {
+        // The Worker's close runs as an explicit close before its real exit: no exit-time close.
+        expect(summary(r), show(r)).toEqual({
+          code: 0,
+          signal: null,
+          timedOut: false,
+          crashed: false,
+          closes: {},
+          failed: [],
+        });
+        expect(r.stdout, show(r)).toContain('worker exit 0');
+        // The pending read was settled with a typed error, not left for Dawn's teardown.
+        expect(r.stdout, show(r)).toMatch(/read (done|ERR_DEVEXIT_EXITING)/);
+      }
+    });
+
+    it('control: DEVEXIT_GUARD=0 (no process.exit wrapper) aborts', async () => {
+      const results = await runMany(CONTROL_RUNS, opts({ DEVEXIT_GUARD: '0' }));
+      figure('case 2 control (DEVEXIT_GUARD=0)', results);
+      expect(results.filter((r) => crashed(r)).length).toBeGreaterThan(0);
+    });
+  });
+
+  describe('3: worker.terminate() during a submit loop', () => {
+    const opts = (how: string, env: Record<string, string> = {}) => ({
+      script: fixture('workerTerminate.cjs'),
+      args: [how],
+      env,
+      timeoutMs: TIMEOUT_MS,
+    });
+    const expectClean = (results: ChildResult[]) => {
+      for (const r of results) {
+        expect(summary(r), show(r)).toEqual({
+          code: 0,
+          signal: null,
+          timedOut: false,
+          crashed: false,
+          closes: { 'wgpu:0/queue': 1 },
+          failed: [],
+        });
+        expect(r.stdout, show(r)).toContain('terminated 1');
+      }
+    };
+
+    it(`with terminateWorker(worker): exit 0, the Worker's queue closes once (${RUNS} runs)`, async () => {
+      const results = await runMany(RUNS, opts('helper'));
+      figure('case 3 devexit terminateWorker()', results);
+      expectClean(results);
+    });
+
+    it(`with installWorkerGuards() and a plain worker.terminate() (${RUNS} runs)`, async () => {
+      const results = await runMany(RUNS, opts('patched'));
+      figure('case 3 devexit installWorkerGuards()', results);
+      expectClean(results);
+    });
+
+    it('control: DEVEXIT_GUARD=0 (terminate at once) aborts', async () => {
+      const results = await runMany(CONTROL_RUNS, opts('patched', { DEVEXIT_GUARD: '0' }));
+      figure('case 3 control (DEVEXIT_GUARD=0)', results);
+      expect(results.filter((r) => crashed(r)).length).toBeGreaterThan(0);
+    });
+
+    it('measured limit: with nothing of devexit on the main thread, terminate() still aborts', async () => {
+      // Dawn aborts inside the Worker's environment teardown, where no JS runs: only the thread
+      // that calls terminate() can ask the Worker to settle first. The README says so.
+      const results = await runMany(CONTROL_RUNS, opts('plain'));
+      figure('case 3 without main-thread devexit', results);
+      expect(results.filter((r) => crashed(r)).length).toBeGreaterThan(0);
+    });
+  });
+});
