@@ -172,7 +172,9 @@ describe('cpu devices in child processes', () => {
       for (const c of codes) expect(['ok', 'ERR_DEVEXIT_DEVICE_CLOSED']).toContain(c);
       expect(codes).toContain('ERR_DEVEXIT_DEVICE_CLOSED');
       // Closed once, by closeServices(); exit found nothing left to close.
-      expect(r.report.map((e) => `${e.device.type}:${e.device.index} ${e.layer} ${e.outcome}`)).toEqual(['cpu:0 explicit ok']);
+      expect(r.report.map((e) => `${e.device.type}:${e.device.index} ${e.layer} ${e.outcome}`)).toEqual([
+        'cpu:0 explicit ok',
+      ]);
     }
   });
 
