@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -48,6 +49,31 @@ int64_t NowNs() {
       .count();
 }
 
+// Newer registries say which layer runs a close; "explicit" means the JS environment is alive.
+template <typename T, typename = void>
+struct HasLayer : std::false_type {};
+template <typename T>
+struct HasLayer<T, std::void_t<decltype(std::declval<T>().layer)>> : std::true_type {};
+template <typename T>
+bool ExplicitLayer(const T *call) {
+  if constexpr (HasLayer<T>::value) return call->layer && strcmp(call->layer, "explicit") == 0;
+  return false;
+}
+
+int64_t ExplicitDeadlineNs();
+
+// A close call for the JS thread's own closes (device.close(), stopCompiler()).
+devexit_close_call_v1 ExplicitCall(devexit_device_id id, const char *service, char *error, size_t size) {
+  devexit_close_call_v1 call;
+  memset(&call, 0, sizeof call);
+  call.device = id;
+  call.service = service;
+  call.deadline_ns = ExplicitDeadlineNs();
+  call.error = error;
+  call.error_size = size;
+  return call;
+}
+
 int64_t ExplicitDeadlineNs() {
   const char *ms = getenv("DEVEXIT_TIMEOUT_MS");
   int64_t v = ms ? atoll(ms) : 0;
@@ -63,6 +89,7 @@ struct Completion {
   bool has_data = false;
   std::vector<uint8_t> data;
   double value = 0;
+  bool dropped = false;  // the device closed before the command ran
 };
 
 // One per JS environment (main thread or worker). A dead sink swallows completions: a worker's
@@ -94,7 +121,8 @@ void DeliverToJs(Napi::Env env, Napi::Function fn, Completion *c) {
     if (!c->data.empty()) memcpy(ab.Data(), c->data.data(), c->data.size());
     data = Napi::Uint8Array::New(env, c->data.size(), ab, 0);
   }
-  fn.Call({Napi::Number::New(env, c->id), err, name, data, Napi::Number::New(env, c->value)});
+  fn.Call({Napi::Number::New(env, c->id), err, name, data, Napi::Number::New(env, c->value),
+           Napi::Boolean::New(env, c->dropped)});
 }
 
 void Deliver(const std::shared_ptr<Sink> &sink, Completion *c) {
@@ -232,6 +260,7 @@ struct Device {
   std::condition_variable done_cv;  // ready / thread done
   std::deque<Cmd *> queue;
   bool stop = false;
+  bool settle_dropped = false;  // the JS side is alive: tell it about dropped commands
   bool ready = false;
   bool thread_done = false;
   std::string start_error;
@@ -477,8 +506,18 @@ void QueueMain(Device *d) {
   }
   std::deque<Cmd *> dropped;
   dropped.swap(d->queue);
+  bool settle = d->settle_dropped;
   lock.unlock();
-  for (Cmd *c : dropped) delete c;
+  for (Cmd *c : dropped) {
+    if (settle && c->sink && c->completion) {
+      auto *out = new Completion();
+      out->id = c->completion;
+      out->dropped = true;
+      out->error = "hip:" + std::to_string(d->index) + " closed before this command ran";
+      Deliver(c->sink, out);
+    }
+    delete c;
+  }
 
   // Release what the device holds: wait for the stream, then memory, modules, the stream.
   api->hipStreamSynchronize(d->stream);
@@ -506,6 +545,7 @@ int CloseQueue(void *ctx, const devexit_close_call_v1 *call) {
   std::lock_guard<std::mutex> close_lock(d->close_mu);
   if (d->joined) return 0;
   std::unique_lock<std::mutex> lock(d->mu);
+  if (!d->stop && ExplicitLayer(call)) d->settle_dropped = true;
   d->stop = true;
   d->cv.notify_all();
   auto deadline = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(call->deadline_ns));
@@ -754,10 +794,8 @@ Napi::Value OpenQueue(const Napi::CallbackInfo &info) {
   }
   int rc = g_reg->register_close(d->id, "queue", CloseQueue, d);
   if (rc < 0) {
-    devexit_close_call_v1 call{d->id, "queue", ExplicitDeadlineNs(), nullptr, 0};
     char err[256];
-    call.error = err;
-    call.error_size = sizeof err;
+    devexit_close_call_v1 call = ExplicitCall(d->id, "queue", err, sizeof err);
     CloseQueue(d, &call);
     if (rc == DEVEXIT_ERR_EXITING) return ThrowExiting(env, "start the queue of hip:" + std::to_string(index));
     throw Napi::Error::New(env, "devexit: register_close failed with status " + std::to_string(rc));
@@ -903,8 +941,12 @@ Napi::Value CloseQueueJs(const Napi::CallbackInfo &info) {
     if (it != g_devices.end() && it->second == d) g_devices.erase(it);
   }
   g_reg->forget(d->id, "queue");  // NOT_FOUND: the exit close took it; ours waits for it below
+  {
+    std::lock_guard<std::mutex> lock(d->mu);
+    if (!d->stop) d->settle_dropped = true;
+  }
   char err[512] = {0};
-  devexit_close_call_v1 call{d->id, "queue", ExplicitDeadlineNs(), err, sizeof err};
+  devexit_close_call_v1 call = ExplicitCall(d->id, "queue", err, sizeof err);
   if (CloseQueue(d, &call) != 0) return Napi::String::New(env, err);
   return env.Undefined();
 }
@@ -940,7 +982,7 @@ Compiler *StartCompiler(Napi::Env env, int poll_us) {
   int rc = g_reg->register_close(c->id, "compiler", CloseCompiler, c);
   if (rc < 0) {
     char err[256];
-    devexit_close_call_v1 call{c->id, "compiler", ExplicitDeadlineNs(), err, sizeof err};
+    devexit_close_call_v1 call = ExplicitCall(c->id, "compiler", err, sizeof err);
     CloseCompiler(c, &call);
     if (rc == DEVEXIT_ERR_EXITING) ThrowExiting(env, "start the hiprtc compiler");
     throw Napi::Error::New(env, "devexit: register_close failed with status " + std::to_string(rc));
@@ -994,7 +1036,7 @@ Napi::Value StopCompilerJs(const Napi::CallbackInfo &info) {
   if (!c) return env.Undefined();
   g_reg->forget(c->id, "compiler");
   char err[512] = {0};
-  devexit_close_call_v1 call{c->id, "compiler", ExplicitDeadlineNs(), err, sizeof err};
+  devexit_close_call_v1 call = ExplicitCall(c->id, "compiler", err, sizeof err);
   if (CloseCompiler(c, &call) != 0) return Napi::String::New(env, err);
   return env.Undefined();
 }

@@ -39,6 +39,7 @@ export type Dispatcher = (
   hipError: string | undefined,
   data: Uint8Array | undefined,
   value: number,
+  dropped: boolean,
 ) => void;
 
 export interface HipBinding {
@@ -52,7 +53,14 @@ export interface HipBinding {
   write(dev: NativeDevice, buffer: number, offset: number, data: Uint8Array): void;
   read(dev: NativeDevice, buffer: number, offset: number, bytes: number, id: number): void;
   fill(dev: NativeDevice, buffer: number, value: number, offset: number, bytes: number): void;
-  copy(dev: NativeDevice, src: number, dst: number, bytes: number, srcOffset: number, dstOffset: number): void;
+  copy(
+    dev: NativeDevice,
+    src: number,
+    dst: number,
+    bytes: number,
+    srcOffset: number,
+    dstOffset: number,
+  ): void;
   launch(
     dev: NativeDevice,
     kernel: number,

@@ -38,7 +38,12 @@ function backendError(message: string, hipError?: string): HipError {
 /** Native errors carry a devexit code; give them the DevexitError class. */
 function rethrow(err: unknown): never {
   const e = err as { code?: string; message?: string };
-  if (e && typeof e.code === 'string' && e.code.startsWith('ERR_DEVEXIT_') && !(err instanceof DevexitError)) {
+  if (
+    e &&
+    typeof e.code === 'string' &&
+    e.code.startsWith('ERR_DEVEXIT_') &&
+    !(err instanceof DevexitError)
+  ) {
     throw new DevexitError(e.code as DevexitError['code'], e.message ?? String(err));
   }
   throw err;
@@ -75,13 +80,14 @@ function binding(): HipBinding {
   const b = loadBinding();
   if (!b) throw unavailableError(NAME, loadFailure() ?? 'the addon did not load');
   if (!dispatcherInstalled) {
-    b.setDispatcher((id, error, hipError, data, value) => {
+    b.setDispatcher((id, error, hipError, data, value, dropped) => {
       const p = pending.get(id);
       if (!p) return;
       pending.delete(id);
       p.owner?.delete(id);
       if (pending.size === 0) b.setRef(false);
       if (error === null) p.resolve({ data, value });
+      else if (dropped) p.reject(new DevexitError('ERR_DEVEXIT_DEVICE_CLOSED', `devexit: ${error}`));
       else p.reject(backendError(error, hipError));
     });
     dispatcherInstalled = true;
@@ -177,7 +183,13 @@ const f32Bits = new DataView(new ArrayBuffer(4));
 function checkGrid(grid: unknown): [number, number, number] {
   const dims = typeof grid === 'number' ? [grid] : Array.isArray(grid) ? grid : undefined;
   const ok = (v: unknown) => typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= 0xffffffff;
-  if (!dims || dims.length < 1 || dims.length > 3 || !ok(dims[0]) || !dims.slice(1).every((d) => d === undefined || ok(d))) {
+  if (
+    !dims ||
+    dims.length < 1 ||
+    dims.length > 3 ||
+    !ok(dims[0]) ||
+    !dims.slice(1).every((d) => d === undefined || ok(d))
+  ) {
     throw new TypeError(
       `devexit: grid must be a positive integer or [x, y?, z?] of positive integers; got ${describe(grid)}`,
     );
@@ -231,7 +243,9 @@ class HipDevice implements Device {
   kernel(name: BuiltinKernelName): Kernel {
     const i = BUILTIN_KERNELS.indexOf(name);
     if (typeof name !== 'string' || i < 0) {
-      throw new TypeError(`devexit: name must be a built-in kernel (${BUILTIN_KERNELS.join(', ')}); got ${describe(name)}`);
+      throw new TypeError(
+        `devexit: name must be a built-in kernel (${BUILTIN_KERNELS.join(', ')}); got ${describe(name)}`,
+      );
     }
     this.check(`get kernel ${name}`);
     return new HipKernel(name, this, -1 - i, name);
@@ -242,12 +256,17 @@ class HipDevice implements Device {
       throw new TypeError(`devexit: entry must be a kernel name; got ${describe(entry)}`);
     }
     if (typeof source !== 'string' && !(source instanceof Uint8Array)) {
-      throw new TypeError(`devexit: source must be HIP C++ (a string) or a code object (Uint8Array); got ${describe(source)}`);
+      throw new TypeError(
+        `devexit: source must be HIP C++ (a string) or a code object (Uint8Array); got ${describe(source)}`,
+      );
     }
     this.check('load a kernel');
     const code =
       typeof source === 'string'
-        ? await compileOn(this.index, source, { ...(this.arch ? { arch: this.arch } : {}), name: `${entry}.hip` })
+        ? await compileOn(this.index, source, {
+            ...(this.arch ? { arch: this.arch } : {}),
+            name: `${entry}.hip`,
+          })
         : source;
     const dev = this.nativeQueue('load a kernel');
     const { value } = await expect(this.pending, (id) => binding().loadModule(dev, code, entry, id));
@@ -292,7 +311,9 @@ class HipQueue implements Queue {
 
   private buf(b: unknown, argument = 'buffer'): HipBuffer {
     if (!(b instanceof HipBuffer) || b.owner !== this.device) {
-      throw new TypeError(`devexit: ${argument} must be a buffer allocated on ${NAME}:${this.device.index}; got ${describe(b)}`);
+      throw new TypeError(
+        `devexit: ${argument} must be a buffer allocated on ${NAME}:${this.device.index}; got ${describe(b)}`,
+      );
     }
     if (b.freed) throw new TypeError(`devexit: ${argument} was freed`);
     return b;
@@ -300,13 +321,22 @@ class HipQueue implements Queue {
 
   private range(b: HipBuffer, offset: unknown, bytes: unknown, what: string): [number, number] {
     const off = offset === undefined ? 0 : checkIndex(offset, `${what} offset`, Number.MAX_SAFE_INTEGER);
-    const len = bytes === undefined ? Math.max(0, b.size - off) : checkIndex(bytes, `${what} bytes`, Number.MAX_SAFE_INTEGER);
-    if (off + len > b.size) throw outOfRangeError(`${what} range`, `${off}+${len}`, `buffer of ${b.size} bytes`);
+    const len =
+      bytes === undefined
+        ? Math.max(0, b.size - off)
+        : checkIndex(bytes, `${what} bytes`, Number.MAX_SAFE_INTEGER);
+    if (off + len > b.size)
+      throw outOfRangeError(`${what} range`, `${off}+${len}`, `buffer of ${b.size} bytes`);
     return [off, len];
   }
 
   alloc(bytes: number): DeviceBuffer {
-    if (typeof bytes !== 'number' || !Number.isInteger(bytes) || bytes < 1 || bytes > Number.MAX_SAFE_INTEGER) {
+    if (
+      typeof bytes !== 'number' ||
+      !Number.isInteger(bytes) ||
+      bytes < 1 ||
+      bytes > Number.MAX_SAFE_INTEGER
+    ) {
       throw new TypeError(`devexit: bytes must be a positive integer; got ${describe(bytes)}`);
     }
     const dev = this.dev('allocate');
@@ -330,7 +360,8 @@ class HipQueue implements Queue {
 
   write(buffer: DeviceBuffer, data: ArrayBufferView, offset?: number): void {
     const b = this.buf(buffer);
-    if (!ArrayBuffer.isView(data)) throw new TypeError(`devexit: data must be a TypedArray or DataView; got ${describe(data)}`);
+    if (!ArrayBuffer.isView(data))
+      throw new TypeError(`devexit: data must be a TypedArray or DataView; got ${describe(data)}`);
     const dev = this.dev('write');
     const [off] = this.range(b, offset, data.byteLength, 'write');
     try {
@@ -360,7 +391,8 @@ class HipQueue implements Queue {
     }
     const dev = this.dev('fill');
     const [off, len] = this.range(b, offset, bytes, 'fill');
-    if (off % 4 || len % 4) throw new TypeError(`devexit: fill offset and bytes must be multiples of 4; got ${off}, ${len}`);
+    if (off % 4 || len % 4)
+      throw new TypeError(`devexit: fill offset and bytes must be multiples of 4; got ${off}, ${len}`);
     try {
       binding().fill(dev, b.id, value, off, len);
     } catch (err) {
@@ -383,7 +415,9 @@ class HipQueue implements Queue {
 
   launch(kernel: Kernel, grid: Grid, args: readonly KernelArg[]): void {
     if (!(kernel instanceof HipKernel) || kernel.owner !== this.device) {
-      throw new TypeError(`devexit: kernel must come from kernel() or loadKernel() of ${NAME}:${this.device.index}; got ${describe(kernel)}`);
+      throw new TypeError(
+        `devexit: kernel must come from kernel() or loadKernel() of ${NAME}:${this.device.index}; got ${describe(kernel)}`,
+      );
     }
     const [gx, gy, gz] = checkGrid(grid);
     if (!Array.isArray(args)) throw new TypeError(`devexit: args must be an array; got ${describe(args)}`);
@@ -391,10 +425,13 @@ class HipQueue implements Queue {
     const values = new Float64Array(args.length);
     const sig = kernel.builtin ? BUILTIN_SIGNATURES[kernel.builtin] : undefined;
     if (sig && sig.length !== args.length) {
-      throw new TypeError(`devexit: args of ${kernel.name} must be (${sig.join(', ')}); got ${args.length} arguments`);
+      throw new TypeError(
+        `devexit: args of ${kernel.name} must be (${sig.join(', ')}); got ${args.length} arguments`,
+      );
     }
     args.forEach((a: unknown, i) => {
-      const bad = (why: string) => new TypeError(`devexit: args[${i}] of ${kernel.name} ${why}; got ${describe(a)}`);
+      const bad = (why: string) =>
+        new TypeError(`devexit: args[${i}] of ${kernel.name} ${why}; got ${describe(a)}`);
       let kind: keyof typeof ARG_KIND;
       if (a instanceof HipBuffer) {
         this.buf(a, `args[${i}]`);
@@ -447,13 +484,19 @@ export interface CompileOptions {
 }
 
 function compileOn(device: number, source: string, options: CompileOptions): Promise<Uint8Array> {
-  if (typeof source !== 'string') throw new TypeError(`devexit: source must be HIP C++ (a string); got ${describe(source)}`);
+  if (typeof source !== 'string')
+    throw new TypeError(`devexit: source must be HIP C++ (a string); got ${describe(source)}`);
   const extra = options.options ?? [];
   if (!Array.isArray(extra) || !extra.every((o) => typeof o === 'string')) {
     throw new TypeError(`devexit: options.options must be an array of strings; got ${describe(extra)}`);
   }
-  if (options.arch !== undefined && (typeof options.arch !== 'string' || !/^gfx[0-9a-f]+(:[a-z-]+[+-])*$/.test(options.arch))) {
-    throw new TypeError(`devexit: options.arch must be a target such as "gfx90a"; got ${describe(options.arch)}`);
+  if (
+    options.arch !== undefined &&
+    (typeof options.arch !== 'string' || !/^gfx[0-9a-f]+(:[a-z-]+[+-])*$/.test(options.arch))
+  ) {
+    throw new TypeError(
+      `devexit: options.arch must be a target such as "gfx90a"; got ${describe(options.arch)}`,
+    );
   }
   if (isExiting()) throw exitingError('compile');
   const opts = [...(options.arch ? [`--offload-arch=${options.arch}`] : []), ...extra];
@@ -474,7 +517,8 @@ function compileOn(device: number, source: string, options: CompileOptions): Pro
  * letting it abort the process.
  */
 export async function compile(source: string, options: CompileOptions = {}): Promise<Uint8Array> {
-  if (typeof options !== 'object' || options === null) throw new TypeError(`devexit: options must be an object; got ${describe(options)}`);
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError(`devexit: options must be an object; got ${describe(options)}`);
   return compileOn(-1, source, options);
 }
 

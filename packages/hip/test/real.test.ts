@@ -1,7 +1,7 @@
 // HIP on the real runtime (Debian 12's ROCm 5.2.3 in CI, no GPU there): probe, hiprtc.
 import { backend, builtinKernelSource, compile, refuseArch } from '@devexit/hip';
 import { describe, expect, it } from 'vitest';
-import { realMissing, realProbe } from './realRuntime.js';
+import { realRuntime } from './realRuntime.js';
 
 async function failure(fn: () => unknown): Promise<Record<string, unknown> | undefined> {
   try {
@@ -14,8 +14,15 @@ async function failure(fn: () => unknown): Promise<Record<string, unknown> | und
 
 const hasElfSymbol = (co: Uint8Array, name: string) => Buffer.from(co).includes(`${name}\0`);
 
-describe.skipIf(realMissing !== undefined)('hip on the real libamdhip64', () => {
-  it('probe() names the library and runtime version; without a GPU it says why with the HIP error name', async () => {
+describe('hip on the real libamdhip64', () => {
+  const real = async (ctx: { skip: (note?: string) => never }) => {
+    const { probe, missing } = await realRuntime();
+    if (missing) ctx.skip(missing);
+    return probe;
+  };
+
+  it('probe() names the library and runtime version; without a GPU it says why with the HIP error name', async (ctx) => {
+    const realProbe = await real(ctx);
     expect(realProbe.versions?.library).toMatch(/libamdhip64\.so/);
     expect(realProbe.versions?.runtime).toMatch(/^\d+\.\d+\.\d+$/);
     expect(realProbe.versions?.standin).toBeUndefined();
@@ -33,14 +40,16 @@ describe.skipIf(realMissing !== undefined)('hip on the real libamdhip64', () => 
   });
 
   for (const arch of ['gfx90a', 'gfx1030']) {
-    it(`hiprtc compiles the built-in kernels for ${arch} without a device`, async () => {
+    it(`hiprtc compiles the built-in kernels for ${arch} without a device`, async (ctx) => {
+      await real(ctx);
       const co = await compile(builtinKernelSource(), { arch });
       expect(Buffer.from(co.subarray(0, 4)).toString('latin1')).toBe('\x7fELF');
       for (const k of ['fill_u32', 'copy', 'saxpy_f32', 'sum_f32']) expect(hasElfSymbol(co, k), k).toBe(true);
     });
   }
 
-  it('targets that abort ROCm 5.x comgr (gfx1100, gfx942) are refused with a clear error, the process lives on', async () => {
+  it('targets that abort ROCm 5.x comgr (gfx1100, gfx942) are refused with a clear error, the process lives on', async (ctx) => {
+    const realProbe = await real(ctx);
     const v = realProbe.versions?.runtime ?? '0';
     if (Number(v.split('.')[0]) >= 6) {
       expect(refuseArch('gfx1100')).toBeUndefined();
@@ -56,7 +65,8 @@ describe.skipIf(realMissing !== undefined)('hip on the real libamdhip64', () => 
     expect((await compile(builtinKernelSource(), { arch: 'gfx90a' })).length).toBeGreaterThan(1000);
   });
 
-  it('a compile error carries HIPRTC_ERROR_COMPILATION and the compiler log', async () => {
+  it('a compile error carries HIPRTC_ERROR_COMPILATION and the compiler log', async (ctx) => {
+    await real(ctx);
     const err = await failure(() =>
       compile('extern "C" __global__ void broken(unsigned* p) { p[0] = undeclared; }', { arch: 'gfx90a' }),
     );
@@ -64,7 +74,8 @@ describe.skipIf(realMissing !== undefined)('hip on the real libamdhip64', () => 
     expect(String(err?.message)).toMatch(/undeclared/);
   });
 
-  it('bad compile options are TypeErrors naming the option', async () => {
+  it('bad compile options are TypeErrors naming the option', async (ctx) => {
+    await real(ctx);
     expect(await failure(() => compile(builtinKernelSource(), { arch: 'sm_80' }))).toBeInstanceOf(TypeError);
     expect(await failure(() => compile(42 as never, { arch: 'gfx90a' }))).toBeInstanceOf(TypeError);
   });

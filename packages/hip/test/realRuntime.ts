@@ -1,11 +1,18 @@
 // Tests against the real HIP runtime run where libamdhip64 loads (CI installs Debian's
-// libamdhip64-5); elsewhere they are skipped with the loader's own reason, printed once.
+// libamdhip64-5); elsewhere each skips with the loader's own reason, printed once.
+import type { ProbeResult } from '@devexit/core';
 import { backend } from '@devexit/hip';
 
 // The real runtime, never a stand-in picked up from the environment.
 delete process.env.DEVEXIT_HIP_LIBRARY;
 
-export const realProbe = await backend.probe();
-export const realMissing: string | undefined =
-  !realProbe.available && realProbe.reason.startsWith('library missing') ? realProbe.reason : undefined;
-if (realMissing) console.warn(`@devexit/hip: skipping real-runtime tests: ${realMissing}`);
+let result: Promise<{ probe: ProbeResult; missing: string | undefined }> | undefined;
+
+export function realRuntime() {
+  result ??= backend.probe().then((probe) => {
+    const missing = !probe.available && probe.reason.startsWith('library missing') ? probe.reason : undefined;
+    if (missing) console.warn(`@devexit/hip: skipping real-runtime tests: ${missing}`);
+    return { probe, missing };
+  });
+  return result;
+}

@@ -22,6 +22,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <set>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -174,6 +175,7 @@ struct State {
   std::thread *worker = nullptr;  // heap-held: joined by teardown
   std::map<uintptr_t, size_t> allocations;
   Stream null_stream;
+  std::set<Stream *> streams;
   uint64_t pending = 0;  // submitted, not yet completed, over all streams
   int devices = 2;
   uint64_t calls = 0;
@@ -182,8 +184,10 @@ struct State {
 State *volatile g_state = nullptr;
 pthread_once_t g_once = PTHREAD_ONCE_INIT;
 thread_local int t_device = 0;
+thread_local State *t_worker_state = nullptr;  // the runtime's own worker never reads the poison
 
 void WorkerMain(State *s) {
+  t_worker_state = s;
   std::unique_lock<std::mutex> lock(s->mu);
   for (;;) {
     s->work_cv.wait(lock, [s] { return s->stop || !s->ops.empty(); });
@@ -206,19 +210,26 @@ void Teardown() {
     std::lock_guard<std::mutex> lock(s->mu);
     s->stop = true;
     s->ops.clear();
+    // Waiters return as if their work were done and walk into the poison on their next call.
+    for (Stream *st : s->streams) st->completed = st->submitted;
+    s->null_stream.completed = s->null_stream.submitted;
+    s->pending = 0;
+    g_state = reinterpret_cast<State *>(static_cast<uintptr_t>(0x10));  // a never-mapped page
   }
   s->work_cv.notify_all();
+  s->done_cv.notify_all();
   s->worker->join();
-  g_state = reinterpret_cast<State *>(static_cast<uintptr_t>(0x10));  // a never-mapped page
+  if (getenv("DEVEXIT_STANDIN_TRACE")) fprintf(stderr, "standin-hip: teardown\n");
+  // A real teardown takes a while; late callers are caught in the act.
+  const char *ms = getenv("DEVEXIT_STANDIN_TEARDOWN_MS");
+  usleep(static_cast<useconds_t>((ms ? atoi(ms) : 5) * 1000));
+  std::lock_guard<std::mutex> lock(s->mu);
   for (auto &a : s->allocations) {
     memset(reinterpret_cast<void *>(a.first), 0xdb, a.second);
     free(reinterpret_cast<void *>(a.first));
   }
-  delete s->worker;
-  delete s;
-  if (getenv("DEVEXIT_STANDIN_TRACE")) fprintf(stderr, "standin-hip: teardown\n");
-  const char *ms = getenv("DEVEXIT_STANDIN_TEARDOWN_MS");
-  usleep(static_cast<useconds_t>((ms ? atoi(ms) : 5) * 1000));
+  s->allocations.clear();
+  // The state itself stays mapped (its mutex may still be held by a late caller); it is unreachable.
 }
 
 void InitOnce() {
@@ -239,7 +250,7 @@ State *St() {
 }
 
 int StandinCheckPtr(uint64_t p, size_t bytes) {
-  State *s = g_state;
+  State *s = t_worker_state ? t_worker_state : g_state;
   std::lock_guard<std::mutex> lock(s->mu);
   auto it = s->allocations.upper_bound(static_cast<uintptr_t>(p));
   if (it == s->allocations.begin()) return kIllegalAddress;
@@ -345,7 +356,10 @@ EXPORT hipError_t hipStreamCreate(void **stream) {
   State *s = St();
   if (!stream) return kInvalidValue;
   if (!HasDevice(s)) return kNoDevice;
-  *stream = new Stream();
+  auto *st = new Stream();
+  std::lock_guard<std::mutex> lock(s->mu);
+  s->streams.insert(st);
+  *stream = st;
   return kSuccess;
 }
 
@@ -365,6 +379,8 @@ EXPORT hipError_t hipStreamDestroy(void *stream) {
   State *s = St();
   if (!stream) return kInvalidHandle;
   WaitStream(s, static_cast<Stream *>(stream));
+  std::lock_guard<std::mutex> lock(s->mu);
+  s->streams.erase(static_cast<Stream *>(stream));
   delete static_cast<Stream *>(stream);
   return kSuccess;
 }
