@@ -6,6 +6,8 @@ export interface DawnModule {
 }
 
 export interface AdapterChoice {
+  /** The instance it came from: a device consumes its adapter, so a reopen asks it again. */
+  gpu: GPU;
   adapter: GPUAdapter;
   /** 'vulkan' or 'opengles' (or whatever DEVEXIT_WGPU_FLAGS asked for). */
   backend: string;
@@ -70,7 +72,10 @@ interface Attempt {
 function attempts(env: NodeJS.ProcessEnv): Attempt[] {
   const custom = env.DEVEXIT_WGPU_FLAGS;
   if (custom !== undefined && custom.trim() !== '') {
-    const flags = custom.split(',').map((f) => f.trim()).filter(Boolean);
+    const flags = custom
+      .split(',')
+      .map((f) => f.trim())
+      .filter(Boolean);
     const backend = /backend=([a-z0-9]+)/.exec(custom)?.[1] ?? 'default';
     const featureLevel = env.DEVEXIT_WGPU_FEATURE_LEVEL === 'compatibility' ? 'compatibility' : 'core';
     return [{ backend, flags, featureLevel }];
@@ -98,7 +103,8 @@ function describeVulkan(env: NodeJS.ProcessEnv): string {
  */
 export async function discover(env: NodeJS.ProcessEnv = process.env): Promise<Discovery> {
   const loaded = loadDawn();
-  if (!loaded.dawn) return { choice: undefined, tried: [loaded.error ?? 'webgpu failed to load'], version: dawnVersion };
+  if (!loaded.dawn)
+    return { choice: undefined, tried: [loaded.error ?? 'webgpu failed to load'], version: dawnVersion };
   const tried: string[] = [];
   for (const a of attempts(env)) {
     if (a.backend === 'opengles' && env.EGL_PLATFORM === undefined) {
@@ -123,7 +129,14 @@ export async function discover(env: NodeJS.ProcessEnv = process.env): Promise<Di
       const info = adapter.info;
       const description = info?.description || info?.device || 'unknown adapter';
       return {
-        choice: { adapter, backend: a.backend, flags: a.flags, featureLevel: a.featureLevel, description },
+        choice: {
+          gpu,
+          adapter,
+          backend: a.backend,
+          flags: a.flags,
+          featureLevel: a.featureLevel,
+          description,
+        },
         tried: [...tried, `${where}: ${description}`],
         version: dawnVersion,
       };

@@ -1,6 +1,6 @@
 import {
-  type BuiltinKernelName,
   BUILTIN_KERNELS,
+  type BuiltinKernelName,
   closeAtExit,
   currentConfig,
   DevexitError,
@@ -18,8 +18,8 @@ import {
   type Queue,
 } from '@devexit/core';
 import { BUILTINS, BYTE_COPY, type KernelSource, parseUserKernel, WG } from './kernels.js';
-import { drainPending } from './tracking.js';
 import { exitState } from './state.js';
+import { drainPending } from './tracking.js';
 
 const SERVICE = 'queue';
 const UNIFORM_SLOT = 256;
@@ -128,7 +128,9 @@ export class WgpuDevice implements Device {
 
   kernel(name: BuiltinKernelName): Kernel {
     if (typeof name !== 'string' || !(BUILTIN_KERNELS as readonly string[]).includes(name)) {
-      throw new TypeError(`devexit: name must be one of ${BUILTIN_KERNELS.join(', ')}; got ${describe(name)}`);
+      throw new TypeError(
+        `devexit: name must be one of ${BUILTIN_KERNELS.join(', ')}; got ${describe(name)}`,
+      );
     }
     this.check(`load kernel ${name}`);
     return this.builtin(name);
@@ -166,10 +168,16 @@ export class WgpuDevice implements Device {
     const parsed = parseUserKernel(code, entry);
     this.gpuDevice.pushErrorScope('validation');
     const module = this.gpuDevice.createShaderModule({ code });
-    const pipeline = this.gpuDevice.createComputePipeline({ layout: 'auto', compute: { module, entryPoint: entry } });
+    const pipeline = this.gpuDevice.createComputePipeline({
+      layout: 'auto',
+      compute: { module, entryPoint: entry },
+    });
     const error = await this.track(this.gpuDevice.popErrorScope());
     if (error) {
-      throw new DevexitError('ERR_DEVEXIT_BACKEND', `devexit: wgpu: kernel ${entry} failed to compile: ${error.message}`);
+      throw new DevexitError(
+        'ERR_DEVEXIT_BACKEND',
+        `devexit: wgpu: kernel ${entry} failed to compile: ${error.message}`,
+      );
     }
     return new WgpuKernel(entry, parsed, pipeline, this);
   }
@@ -189,9 +197,13 @@ export class WgpuDevice implements Device {
         d.reject(
           this.isClosed
             ? deviceClosedError(this.id, 'finish the work')
-            : new DevexitError('ERR_DEVEXIT_BACKEND', `devexit: wgpu: ${e instanceof Error ? e.message : String(e)}`, {
-                cause: e,
-              }),
+            : new DevexitError(
+                'ERR_DEVEXIT_BACKEND',
+                `devexit: wgpu: ${e instanceof Error ? e.message : String(e)}`,
+                {
+                  cause: e,
+                },
+              ),
         );
       },
     );
@@ -244,8 +256,14 @@ export class WgpuQueue implements Queue {
   }
 
   private buffer(b: unknown, name = 'buffer'): WgpuBuffer {
-    if (!(b instanceof WgpuBuffer) || b.device.type !== this.d.id.type || b.device.index !== this.d.id.index) {
-      throw new TypeError(`devexit: ${name} must be a buffer from this wgpu device's queue; got ${describe(b)}`);
+    if (
+      !(b instanceof WgpuBuffer) ||
+      b.device.type !== this.d.id.type ||
+      b.device.index !== this.d.id.index
+    ) {
+      throw new TypeError(
+        `devexit: ${name} must be a buffer from this wgpu device's queue; got ${describe(b)}`,
+      );
     }
     if (!b.gpu) throw new TypeError(`devexit: ${name} was freed`);
     return b;
@@ -253,7 +271,11 @@ export class WgpuQueue implements Queue {
 
   private range(b: WgpuBuffer, offset: number, bytes: number, what: string): void {
     if (offset + bytes > b.size) {
-      throw outOfRangeError(`${what} of ${bytes} bytes at offset ${offset}`, offset + bytes, `buffer of ${b.size} bytes`);
+      throw outOfRangeError(
+        `${what} of ${bytes} bytes at offset ${offset}`,
+        offset + bytes,
+        `buffer of ${b.size} bytes`,
+      );
     }
   }
 
@@ -363,7 +385,10 @@ export class WgpuQueue implements Queue {
       if (n === 0) return this.flush().then(() => new Uint8Array(0));
       const start = offset - (offset % 4);
       const len = ceil4(offset + n) - start;
-      const staging = this.gpu.createBuffer({ size: len, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+      const staging = this.gpu.createBuffer({
+        size: len,
+        usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+      });
       this.enc().copyBufferToBuffer(b.gpu as GPUBuffer, start, staging, 0, len);
       this.submit();
       const mapped = staging.mapAsync(GPUMapMode.READ).then(() => {
@@ -426,7 +451,9 @@ export class WgpuQueue implements Queue {
 
   launch(kernel: Kernel, grid: Grid, args: readonly KernelArg[]): void {
     if (!(kernel instanceof WgpuKernel) || kernel.owner !== this.d) {
-      throw new TypeError(`devexit: kernel must come from this device's kernel() or loadKernel(); got ${describe(kernel)}`);
+      throw new TypeError(
+        `devexit: kernel must come from this device's kernel() or loadKernel(); got ${describe(kernel)}`,
+      );
     }
     const dims = checkGrid(grid);
     if (!Array.isArray(args)) throw new TypeError(`devexit: args must be an array; got ${describe(args)}`);
@@ -438,7 +465,8 @@ export class WgpuQueue implements Queue {
     args.forEach((a, i) => {
       const want = spec[i] as (typeof spec)[number];
       if (want.kind === 'buffer') {
-        if (!(a instanceof WgpuBuffer)) throw new TypeError(`devexit: args[${i}] must be a buffer; got ${describe(a)}`);
+        if (!(a instanceof WgpuBuffer))
+          throw new TypeError(`devexit: args[${i}] must be a buffer; got ${describe(a)}`);
         bound.push({ gpu: this.buffer(a, `args[${i}]`).gpu as GPUBuffer });
         return;
       }
@@ -449,7 +477,8 @@ export class WgpuQueue implements Queue {
       if (keys.length !== 1 || (key !== 'u32' && key !== 'i32' && key !== 'f32') || typeof v !== 'number') {
         throw new TypeError(`devexit: args[${i}] must be { ${want.type}: number }; got ${describe(a)}`);
       }
-      if (key !== want.type) throw new TypeError(`devexit: args[${i}] must be { ${want.type}: number }; got { ${key} }`);
+      if (key !== want.type)
+        throw new TypeError(`devexit: args[${i}] must be { ${want.type}: number }; got { ${key} }`);
       bound.push({ [key]: v } as BoundArg);
     });
     this.d.check(`launch ${kernel.name}`);
@@ -469,7 +498,11 @@ export class WgpuQueue implements Queue {
         else if ('i32' in a) view.setInt32(slot++ * UNIFORM_SLOT, a.i32 | 0, true);
         else if ('f32' in a) view.setFloat32(slot++ * UNIFORM_SLOT, a.f32, true);
       }
-      uniforms = this.gpu.createBuffer({ size: data.byteLength, usage: GPUBufferUsage.UNIFORM, mappedAtCreation: true });
+      uniforms = this.gpu.createBuffer({
+        size: data.byteLength,
+        usage: GPUBufferUsage.UNIFORM,
+        mappedAtCreation: true,
+      });
       new Uint8Array(uniforms.getMappedRange()).set(new Uint8Array(data));
       uniforms.unmap();
     }

@@ -1,5 +1,5 @@
 // The process-wide registry first: device types and exit layers shared with the other backends.
-import { guardState } from '@devexit/native';
+
 import {
   type Backend,
   type Device,
@@ -10,6 +10,7 @@ import {
   type ProbeResult,
   unavailableError,
 } from '@devexit/core';
+import { guardState } from '@devexit/native';
 import { type Discovery, discover, loadDawn } from './dawn.js';
 import { WgpuDevice } from './device.js';
 import { exitState } from './state.js';
@@ -24,6 +25,7 @@ const NAME = 'wgpu';
 let discovery: Promise<Discovery> | undefined;
 const open = new Map<number, Promise<WgpuDevice>>();
 const live = new Set<WgpuDevice>();
+let adapterUsed = false;
 
 function guardOn(): boolean {
   try {
@@ -61,7 +63,12 @@ async function openDevice(index: number): Promise<WgpuDevice> {
   if (!choice) throw unavailableError(NAME, `no adapter: tried ${found.tried.join('; ')}`);
   if (index !== 0) throw outOfRangeError('device index', index, '0..0');
   if (isExiting() || exitState.exiting) throw exitingError(`open ${NAME}:${index}`);
-  const a = choice.adapter;
+  let a: GPUAdapter | null = choice.adapter;
+  if (adapterUsed) {
+    a = await choice.gpu.requestAdapter({ featureLevel: choice.featureLevel } as GPURequestAdapterOptions);
+    if (!a) throw unavailableError(NAME, `no adapter on reopen: ${choice.description}`);
+  }
+  adapterUsed = true;
   // Ask for what the adapter has: the defaults cap storage buffers at 128 MiB.
   const device = await a.requestDevice({
     requiredLimits: {
@@ -91,7 +98,11 @@ export const backend: Backend = {
     try {
       const found = await find();
       if (!found.choice) {
-        return { available: false, reason: `no adapter: tried ${found.tried.join('; ')}`, versions: { webgpu: found.version } };
+        return {
+          available: false,
+          reason: `no adapter: tried ${found.tried.join('; ')}`,
+          versions: { webgpu: found.version },
+        };
       }
       return {
         available: true,
@@ -113,7 +124,9 @@ export const backend: Backend = {
   open(index: number): Promise<Device> {
     if (typeof index !== 'number' || !Number.isInteger(index) || index < 0) {
       return Promise.reject(
-        new TypeError(`devexit: index must be an integer >= 0; got ${typeof index === 'string' ? JSON.stringify(index) : String(index)}`),
+        new TypeError(
+          `devexit: index must be an integer >= 0; got ${typeof index === 'string' ? JSON.stringify(index) : String(index)}`,
+        ),
       );
     }
     let p = open.get(index);

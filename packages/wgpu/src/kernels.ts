@@ -136,12 +136,16 @@ export function parseUserKernel(code: string, entry: string): KernelSource {
     const type = (m[3] ?? '').trim();
     if (m[2] === 'storage') found.set(index, buf);
     else if (type === 'u32' || type === 'i32' || type === 'f32') found.set(index, { kind: 'scalar', type });
-    else throw new TypeError(`devexit: source: uniform binding ${index} must be u32, i32 or f32; got ${type}`);
+    else
+      throw new TypeError(`devexit: source: uniform binding ${index} must be u32, i32 or f32; got ${type}`);
   }
   const bindings: Binding[] = [];
   for (let i = 0; i < found.size; i++) {
     const b = found.get(i);
-    if (!b) throw new TypeError(`devexit: source: bindings must be @group(0) @binding(0..${found.size - 1}); ${i} is missing`);
+    if (!b)
+      throw new TypeError(
+        `devexit: source: bindings must be @group(0) @binding(0..${found.size - 1}); ${i} is missing`,
+      );
     bindings.push(b);
   }
   const fn = new RegExp(`@compute\\s*@workgroup_size\\(([^)]*)\\)\\s*fn\\s+${entry}\\s*\\(`).exec(code);

@@ -7,8 +7,9 @@
  * - the main thread exiting with Workers that own devices: the main thread's 'exit' listener
  *   asks each of them to close and waits (bounded), if @devexit/wgpu is loaded on the main thread.
  */
-import { currentConfig } from '@devexit/core';
+
 import { isMainThread, threadId, Worker } from 'node:worker_threads';
+import { currentConfig } from '@devexit/core';
 import { exitState } from './state.js';
 import { destroyAllDevices, drainPending, liveDeviceCount, pendingCount } from './tracking.js';
 
@@ -27,7 +28,10 @@ let guardEnabled: () => boolean = () => true;
 let closeAll: (explicit: boolean) => void = () => {};
 
 /** Wires in the backend: whether exit layers are on, and how to close this realm's devices. */
-export function configureWorkers(options: { guard: () => boolean; closeAll: (explicit: boolean) => void }): void {
+export function configureWorkers(options: {
+  guard: () => boolean;
+  closeAll: (explicit: boolean) => void;
+}): void {
   guardEnabled = options.guard;
   closeAll = options.closeAll;
 }
@@ -66,7 +70,8 @@ export function armWorker(): void {
   const wrapped = function exit(code?: number | string | null): never {
     const c = code === undefined || code === null ? undefined : Number(code);
     if (stopping) return undefined as never; // exit is under way; the first code wins
-    if (liveDeviceCount() === 0 && pendingCount() === 0) return reallyExit(c ?? Number(process.exitCode ?? 0));
+    if (liveDeviceCount() === 0 && pendingCount() === 0)
+      return reallyExit(c ?? Number(process.exitCode ?? 0));
     // The code of this call: what runs on until the real exit cannot change it.
     const final = c ?? Number(process.exitCode ?? 0);
     // Like device.close() before exit: the close is explicit, so no exit-time close is reported.
