@@ -11,8 +11,16 @@ let result: Promise<{ probe: ProbeResult; missing: string | undefined }> | undef
 export function realRuntime() {
   result ??= backend.probe().then((probe) => {
     const missing = !probe.available && probe.reason.startsWith('library missing') ? probe.reason : undefined;
+    if (missing && required()) {
+      // CI installs the runtime: a missing one there is a broken setup, not a reason to skip.
+      throw new Error(`DEVEXIT_REQUIRE_BACKENDS names hip but the real runtime is missing: ${missing}`);
+    }
     if (missing) console.warn(`@devexit/hip: skipping real-runtime tests: ${missing}`);
     return { probe, missing };
   });
   return result;
+}
+
+function required(): boolean {
+  return (process.env.DEVEXIT_REQUIRE_BACKENDS ?? '').split(',').includes('hip');
 }

@@ -28,6 +28,10 @@ function probeInChild(): ProbeResult {
 
 export const probe: ProbeResult = probeInChild();
 export const unavailable = !probe.available;
+if (!probe.available && (process.env.DEVEXIT_REQUIRE_BACKENDS ?? '').split(',').includes('wgpu')) {
+  // CI installs a Vulkan driver Dawn accepts: a missing adapter there is a broken setup.
+  throw new Error(`DEVEXIT_REQUIRE_BACKENDS names wgpu but Dawn finds no adapter: ${probe.reason}`);
+}
 if (!probe.available) {
   console.warn(`@devexit/wgpu tests that need a WebGPU adapter are skipped: ${probe.reason}`);
 }
