@@ -100,29 +100,39 @@ struct Sink {
   Napi::ThreadSafeFunction tsfn;
 };
 
-void DeliverToJs(Napi::Env env, Napi::Function fn, Completion *c);
-
+// Raw N-API with every status checked: in a Worker being terminated each call may fail, and
+// node-addon-api's wrappers turn some of those failures into a fatal error (seen as
+// "FATAL ERROR: Error::Error napi_define_properties" when main exits during a busy Worker).
+// A completion that cannot be delivered is dropped with its environment.
 void CallJs(Napi::Env env, Napi::Function fn, Completion *c) {
   std::unique_ptr<Completion> owned(c);
   if (!env || !fn) return;
-  // A worker being terminated refuses calls into JS: the completion is dropped with it.
-  try {
-    DeliverToJs(env, fn, c);
-  } catch (const Napi::Error &) {
+  napi_env e = env;
+  napi_value args[6];
+  napi_value undefined;
+  if (napi_get_undefined(e, &undefined) != napi_ok) return;
+  if (napi_create_double(e, static_cast<double>(c->id), &args[0]) != napi_ok) return;
+  if (c->error.empty() ? napi_get_null(e, &args[1]) != napi_ok
+                       : napi_create_string_utf8(e, c->error.data(), c->error.size(), &args[1]) != napi_ok)
+    return;
+  if (c->hip_name.empty()) {
+    args[2] = undefined;
+  } else if (napi_create_string_utf8(e, c->hip_name.data(), c->hip_name.size(), &args[2]) != napi_ok) {
+    return;
   }
-}
-
-void DeliverToJs(Napi::Env env, Napi::Function fn, Completion *c) {
-  Napi::Value err = c->error.empty() ? env.Null() : Napi::String::New(env, c->error);
-  Napi::Value name = c->hip_name.empty() ? env.Undefined() : Napi::String::New(env, c->hip_name);
-  Napi::Value data = env.Undefined();
+  args[3] = undefined;
   if (c->has_data) {
-    Napi::ArrayBuffer ab = Napi::ArrayBuffer::New(env, c->data.size());
-    if (!c->data.empty()) memcpy(ab.Data(), c->data.data(), c->data.size());
-    data = Napi::Uint8Array::New(env, c->data.size(), ab, 0);
+    void *bytes = nullptr;
+    napi_value ab;
+    if (napi_create_arraybuffer(e, c->data.size(), &bytes, &ab) != napi_ok || (!c->data.empty() && !bytes)) return;
+    if (!c->data.empty()) memcpy(bytes, c->data.data(), c->data.size());
+    if (napi_create_typedarray(e, napi_uint8_array, c->data.size(), ab, 0, &args[3]) != napi_ok) return;
   }
-  fn.Call({Napi::Number::New(env, c->id), err, name, data, Napi::Number::New(env, c->value),
-           Napi::Boolean::New(env, c->dropped)});
+  if (napi_create_double(e, c->value, &args[4]) != napi_ok) return;
+  if (napi_get_boolean(e, c->dropped, &args[5]) != napi_ok) return;
+  napi_value result;
+  // A throw from the dispatcher stays pending: Node reports it as uncaught, as for any callback.
+  napi_call_function(e, undefined, fn, 6, args, &result);
 }
 
 void Deliver(const std::shared_ptr<Sink> &sink, Completion *c) {
