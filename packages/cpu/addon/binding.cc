@@ -111,6 +111,24 @@ void Pending(Napi::Env env, Handle *h) {
 
 Napi::Value Status(Napi::Env env, int s) { return Napi::Number::New(env, s); }
 
+// Enqueues a read or flush with a promise settled from the queue thread; a refused command
+// settles its promise at once and returns the status instead.
+Napi::Value EnqueueWithCompletion(Napi::Env env, Handle *h, Command &&c, bool is_read) {
+  napi_value promise;
+  c.done = NewCompletion(env, h, is_read, &promise);
+  Completion *done = c.done;
+  int s = h->dev->Enqueue(std::move(c));
+  if (s != kOk) {
+    napi_value undef;
+    napi_get_undefined(env, &undef);
+    napi_resolve_deferred(env, done->deferred, undef);
+    delete done;
+    return Status(env, s);
+  }
+  Pending(env, h);
+  return Napi::Value(env, promise);
+}
+
 unsigned DefaultThreads() {
   unsigned n = std::thread::hardware_concurrency();
   return n == 0 ? 1 : n > 8 ? 8 : n;
@@ -198,19 +216,7 @@ Napi::Value Read(const Napi::CallbackInfo &info) {
   c.bytes = U64(info[3]);
   if (!InRange(c.dst, c.offset, c.bytes)) return Status(env, kOutOfRange);
   if (!h->sink) return Status(env, kClosed);
-  napi_value promise;
-  c.done = NewCompletion(env, h, true, &promise);
-  Completion *done = c.done;
-  int s = h->dev->Enqueue(std::move(c));
-  if (s != kOk) {
-    napi_value undef;
-    napi_get_undefined(env, &undef);
-    napi_resolve_deferred(env, done->deferred, undef);
-    delete done;
-    return Status(env, s);
-  }
-  Pending(env, h);
-  return Napi::Value(env, promise);
+  return EnqueueWithCompletion(env, h, std::move(c), true);
 }
 
 // fill(handle, id, value, offset, bytes) -> status
@@ -289,19 +295,7 @@ Napi::Value Flush(const Napi::CallbackInfo &info) {
   if (!h->sink) return Status(env, kClosed);
   Command c;
   c.op = Op::kFlush;
-  napi_value promise;
-  c.done = NewCompletion(env, h, false, &promise);
-  Completion *done = c.done;
-  int s = h->dev->Enqueue(std::move(c));
-  if (s != kOk) {
-    napi_value undef;
-    napi_get_undefined(env, &undef);
-    napi_resolve_deferred(env, done->deferred, undef);
-    delete done;
-    return Status(env, s);
-  }
-  Pending(env, h);
-  return Napi::Value(env, promise);
+  return EnqueueWithCompletion(env, h, std::move(c), false);
 }
 
 // drain(handle) -> promise once everything queued ran, or undefined if there is nothing to wait for
