@@ -42,7 +42,14 @@ export {
   forgetClose,
   getCloseReport,
   installNativeBridge,
-  isExiting,
 } from './registry.js';
+
+import { isExiting as isExitingImpl } from './registry.js';
+
+/**
+ * True once the process began closing services for exit. A data property, not a re-export
+ * getter: it is called on hot paths (every enqueue), and a getter costs more than the read.
+ */
+export const isExiting: () => boolean = isExitingImpl;
 export { type CloseReportEntry, formatReportLine, parseReportLines, type ReportMode } from './report.js';
 export type { NativeBridge } from './state.js';

@@ -1,5 +1,6 @@
 #include "registry.h"
 
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -82,6 +83,8 @@ State &S() {
   return *s;
 }
 
+bool OnMainThread() { return syscall(SYS_gettid) == getpid(); }
+
 bool ValidName(const char *s) {
   if (!s) return false;
   size_t n = strnlen(s, DEVEXIT_MAX_NAME + 1);
@@ -127,7 +130,7 @@ struct Task {
   int rc = 0;
   bool started = false;
   bool done = false;
-  char error[256] = {0};
+  std::string error;  // only when the close failed
 };
 
 struct Job {
@@ -136,12 +139,21 @@ struct Job {
   std::mutex mu;
   std::condition_variable cv;
   size_t groups_done = 0;
+  size_t pullers = 0;  // threads taking groups (the caller counts when it runs inline); under mu
   int64_t deadline_ns = 0;
   std::string layer;
+  // Inline runs: the caller is inside a close (only the manager can act at the deadline), the
+  // caller has returned, and who handles the deadline (first to flip it).
+  std::atomic<bool> caller_in_close{false};
+  std::atomic<bool> caller_returned{false};
+  std::atomic<bool> timeout_claimed{false};
+  bool exit_on_timeout = false;
+  int exit_code = -1;
 };
 
-void RunGroups(const std::shared_ptr<Job> &job) {
+void RunGroups(const std::shared_ptr<Job> &job, bool caller) {
   for (;;) {
+    if (caller && NowNs() >= job->deadline_ns) return;  // past the deadline: take nothing new
     size_t g = job->next.fetch_add(1);
     if (g >= job->groups.size()) return;
     for (Task &t : job->groups[g]) {
@@ -159,17 +171,172 @@ void RunGroups(const std::shared_ptr<Job> &job) {
       call.error = error;
       call.error_size = sizeof error;
       call.layer = job->layer.c_str();
+      if (caller) job->caller_in_close.store(true);
       int rc = t.entry.close(t.entry.ctx, &call);
+      if (caller) job->caller_in_close.store(false);
       std::lock_guard<std::mutex> lock(job->mu);
       t.rc = rc;
       t.end_ns = NowNs();
       t.done = true;
-      memcpy(t.error, error, sizeof error);
-      t.error[sizeof t.error - 1] = 0;
+      if (rc != 0) t.error.assign(error, strnlen(error, sizeof error));
     }
     std::lock_guard<std::mutex> lock(job->mu);
-    job->groups_done++;
-    job->cv.notify_all();
+    // Wake the waiting thread only when everything is done: a wake per device would cost a
+    // context switch each (the waiter's poll interval handles growing the thread count).
+    if (++job->groups_done == job->groups.size()) job->cv.notify_all();
+  }
+}
+
+// Starts up to `want` detached threads taking groups; returns how many started.
+size_t StartPullers(const std::shared_ptr<Job> &job, size_t want) {
+  size_t started = 0;
+  for (; started < want; started++) {
+    try {
+      std::thread(RunGroups, job, false).detach();  // the job lives on in the thread's shared_ptr
+    } catch (...) {
+      break;  // out of threads: the ones started take the remaining groups
+    }
+  }
+  return started;
+}
+
+// Called with job->mu held after a poll: adds pullers when every puller is inside a close (as
+// many groups claimed as pullers, so none is merely slow to start) and no device finished for a
+// whole poll interval while others wait. Doubling: a few slow devices do not cost 64 starts.
+void MaybeGrow(const std::shared_ptr<Job> &job, std::unique_lock<std::mutex> &lock, bool quiet,
+               size_t done_before) {
+  size_t claimed = std::min(job->next.load(), job->groups.size());
+  if (!quiet || job->groups_done != done_before || claimed < job->pullers || claimed >= job->groups.size()) return;
+  size_t want = std::min({job->groups.size() - claimed, job->pullers, kMaxCloseThreads - std::min(job->pullers, kMaxCloseThreads)});
+  lock.unlock();
+  size_t started = StartPullers(job, want);
+  lock.lock();
+  job->pullers += started;
+}
+
+// `type:index/service` of every close not finished, with job->mu held.
+std::string PendingList(Job &job) {
+  std::string pending;
+  for (auto &group : job.groups)
+    for (Task &t : group)
+      if (!t.done) {
+        if (!pending.empty()) pending += ", ";
+        pending += TypeName(t.key.type) + ":" + std::to_string(t.key.index) + "/" + t.key.service;
+      }
+  return pending;
+}
+
+void FastExitHook(int status, void *) {
+  fflush(nullptr);
+  _exit(status);
+}
+
+// Records and prints what a run did; past the deadline, warns and (per onTimeout) ends the
+// process with its exit code. late_is_timeout: the manager already warned, so closes that
+// finished after the deadline count as timed out. Returns the number of closes not ok.
+int Conclude(Job &job, bool timed_out, bool late_is_timeout, TimeoutAction on_deadline, int exit_code) {
+  State &s = S();
+  std::vector<ReportLine> lines;
+  std::string pending;
+  int failures = 0;
+  {
+    std::lock_guard<std::mutex> lock(job.mu);
+    const int64_t now = NowNs();
+    pending = PendingList(job);
+    for (auto &group : job.groups) {
+      for (Task &t : group) {
+        ReportLine r;
+        r.type = t.key.type;
+        r.index = t.key.index;
+        r.service = t.key.service;
+        r.layer = job.layer;
+        if (t.done && !(late_is_timeout && t.end_ns > job.deadline_ns)) {
+          r.ms = (t.end_ns - t.start_ns) / 1e6;
+          r.outcome = t.rc == 0 ? "ok" : "error";
+          if (t.rc != 0) r.error = !t.error.empty() ? t.error : "close returned " + std::to_string(t.rc);
+        } else if (t.done) {
+          r.ms = (t.end_ns - t.start_ns) / 1e6;
+          r.outcome = "timeout";
+          r.error = "finished after the deadline";
+        } else {
+          r.ms = t.started ? (now - t.start_ns) / 1e6 : 0;
+          r.outcome = "timeout";
+          r.error = t.started ? "still running at the deadline" : "not started before the deadline";
+        }
+        if (strcmp(r.outcome, "ok") != 0) failures++;
+        lines.push_back(std::move(r));
+      }
+    }
+  }
+
+  // Native teardown reports on stderr itself; the explicit JS call reports through warnings.
+  const bool explicit_call = on_deadline == TimeoutAction::kNone;
+  std::string out;
+  for (const ReportLine &r : lines) {
+    if (!explicit_call && strcmp(r.outcome, "error") == 0)
+      out += "devexit: close of " + TypeName(r.type) + ":" + std::to_string(r.index) + "/" + r.service +
+             " failed: " + r.error + "\n";
+    if (s.report_mode == kReportJson) {
+      out += "devexit:report " + LineJson(r) + "\n";
+    } else if (s.report_mode == kReportText) {
+      char ms[32];
+      snprintf(ms, sizeof ms, "%.2f", r.ms);
+      out += "devexit: " + std::string(r.outcome) + " " + TypeName(r.type) + ":" + std::to_string(r.index) + "/" +
+             r.service + " in " + ms + " ms (" + r.layer + ")\n";
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(s.report_mu);
+    for (auto &r : lines) s.report.push_back(std::move(r));
+  }
+
+  if (timed_out) {
+    int code = exit_code >= 0 ? exit_code : s.exit_code.load();
+    bool do_exit = s.on_timeout.load() == kTimeoutExit && on_deadline != TimeoutAction::kNone;
+    out += "devexit: closing services took longer than " + std::to_string(s.timeout_ms.load()) +
+           " ms; still running: " + pending + "; " +
+           (do_exit ? "skipping library teardown (exit code kept)" : "continuing (DEVEXIT_ON_TIMEOUT=warn)") + "\n";
+    WriteAll(2, out);
+    if (do_exit) {
+      if (on_deadline == TimeoutAction::kExitNow && code >= 0) {
+        fflush(nullptr);
+        _exit(code);
+      }
+      // The exit status is not known here (main-thread TLS destructor): an on_exit hook
+      // registered now runs before every other exit handler and sees it.
+      on_exit(FastExitHook, nullptr);
+    }
+  } else if (!out.empty()) {
+    WriteAll(2, out);
+  }
+  return failures;
+}
+
+// Inline runs only: grows the pullers while the caller is busy in a close, and acts at the
+// deadline if the caller is stuck inside one (the caller handles it whenever it is waiting).
+void Manage(std::shared_ptr<Job> job) {
+  State &s = S();
+  std::unique_lock<std::mutex> lock(job->mu);
+  while (!job->caller_returned.load() && job->groups_done < job->groups.size()) {
+    int64_t left = job->deadline_ns - NowNs();
+    if (left <= 0) {
+      if (!job->caller_in_close.load() || job->timeout_claimed.exchange(true)) return;
+      bool do_exit = job->exit_on_timeout && s.on_timeout.load() == kTimeoutExit && job->exit_code >= 0;
+      if (do_exit) {
+        lock.unlock();
+        Conclude(*job, true, false, TimeoutAction::kExitNow, job->exit_code);  // ends the process
+        return;
+      }
+      std::string pending = PendingList(*job);
+      lock.unlock();
+      WriteAll(2, "devexit: closing services took longer than " + std::to_string(s.timeout_ms.load()) +
+                      " ms; still running: " + pending + "; continuing (DEVEXIT_ON_TIMEOUT=warn)\n");
+      return;
+    }
+    size_t done_before = job->groups_done;
+    bool quiet = job->cv.wait_for(lock, std::chrono::nanoseconds(std::min<int64_t>(left, kGrowPollNs))) ==
+                 std::cv_status::timeout;
+    MaybeGrow(job, lock, quiet, done_before);
   }
 }
 
@@ -185,10 +352,6 @@ void WaitInFlight(int64_t deadline_ns) {
   }
 }
 
-void FastExitHook(int status, void *) {
-  fflush(nullptr);
-  _exit(status);
-}
 
 }  // namespace
 
@@ -271,23 +434,28 @@ int RunClose(const char *layer, bool mark_exiting, TimeoutAction on_deadline, in
     job->groups.back().push_back(std::move(t));
   }
 
-  // Closes never run on the calling thread: it may be a service's own thread (exit() called
-  // there), and a close joins its service thread. Threads start two at a time and grow while
-  // devices wait unclaimed: idle closes finish on two threads in microseconds, slow ones still
-  // get one thread per device within a poll interval.
-  std::vector<std::thread> threads;
-  threads.reserve(std::min(job->groups.size(), kMaxCloseThreads));
-  auto spawn = [&](size_t want) {
-    while (want-- > 0 && threads.size() < kMaxCloseThreads) {
-      try {
-        threads.emplace_back(RunGroups, job);
-      } catch (...) {
-        return;  // out of threads: the ones started pull the remaining groups
-      }
+  // Where the closes run. The caller is the main thread in the JS 'exit' layer and in
+  // closeServices(): no service runs there, so it takes groups itself (a new thread can take a
+  // millisecond to be scheduled) while a manager thread adds pullers for slow devices and acts at
+  // the deadline if the caller is stuck in a close. Anywhere else (the TLS layer, whose exit code
+  // is unknown, and exit() called on any thread, perhaps a service's own) closes never run on
+  // the calling thread: it waits, and grows the pullers itself.
+  const bool inline_run = on_deadline == TimeoutAction::kNone ||
+                          (on_deadline == TimeoutAction::kExitNow && exit_code >= 0 && OnMainThread());
+  job->exit_on_timeout = on_deadline == TimeoutAction::kExitNow;
+  job->exit_code = exit_code >= 0 ? exit_code : s.exit_code.load();
+  if (inline_run) {
+    job->pullers = 1;
+    try {
+      std::thread(Manage, job).detach();
+    } catch (...) {
+      // No manager: the caller still runs every close, only without a watchdog.
     }
-  };
-  spawn(std::min<size_t>(job->groups.size(), 2));
-  if (threads.empty()) RunGroups(job);  // last resort
+    RunGroups(job, true);
+  } else {
+    job->pullers = StartPullers(job, 1);
+    if (job->pullers == 0) RunGroups(job, false);  // last resort
+  }
 
   bool timed_out = false;
   {
@@ -301,98 +469,20 @@ int RunClose(const char *layer, bool mark_exiting, TimeoutAction on_deadline, in
       size_t done_before = job->groups_done;
       bool quiet = job->cv.wait_for(lock, std::chrono::nanoseconds(std::min<int64_t>(left, kGrowPollNs))) ==
                    std::cv_status::timeout;
-      size_t claimed = job->next.load();
-      // Grow only when no device finished for a whole poll interval: the threads are stuck in
-      // slow closes while other devices wait.
-      if (quiet && job->groups_done == done_before && claimed < job->groups.size()) {
-        lock.unlock();
-        spawn(job->groups.size() - claimed);
-        lock.lock();
-      }
+      if (!inline_run) MaybeGrow(job, lock, quiet, done_before);
     }
+    job->caller_returned.store(true);
+    job->cv.notify_all();  // lets the manager go
   }
-  for (auto &t : threads) {
-    if (timed_out)
-      t.detach();  // the job stays alive through the thread's shared_ptr
-    else
-      t.join();
-  }
+  // A close that ran past the deadline while the manager already warned counts as timed out.
+  bool warned_by_manager = job->timeout_claimed.load();
+  if (timed_out && job->timeout_claimed.exchange(true)) timed_out = false;  // the manager spoke
 
-  // Snapshot outcomes.
-  std::vector<ReportLine> lines;
-  std::string pending;
-  int failures = 0;
-  {
-    std::lock_guard<std::mutex> lock(job->mu);
-    const int64_t now = NowNs();
-    for (auto &group : job->groups) {
-      for (Task &t : group) {
-        ReportLine r;
-        r.type = t.key.type;
-        r.index = t.key.index;
-        r.service = t.key.service;
-        r.layer = layer;
-        if (t.done) {
-          r.ms = (t.end_ns - t.start_ns) / 1e6;
-          r.outcome = t.rc == 0 ? "ok" : "error";
-          if (t.rc != 0) r.error = t.error[0] ? t.error : "close returned " + std::to_string(t.rc);
-        } else {
-          r.ms = t.started ? (now - t.start_ns) / 1e6 : 0;
-          r.outcome = "timeout";
-          r.error = t.started ? "still running at the deadline" : "not started before the deadline";
-          if (!pending.empty()) pending += ", ";
-          pending += TypeName(t.key.type) + ":" + std::to_string(t.key.index) + "/" + t.key.service;
-        }
-        if (strcmp(r.outcome, "ok") != 0) failures++;
-        lines.push_back(std::move(r));
-      }
-    }
-  }
-
-  // Native teardown reports on stderr itself; the explicit JS call reports through warnings.
-  const bool explicit_call = on_deadline == TimeoutAction::kNone;
-  std::string out;
-  for (const ReportLine &r : lines) {
-    if (!explicit_call && strcmp(r.outcome, "error") == 0)
-      out += "devexit: close of " + TypeName(r.type) + ":" + std::to_string(r.index) + "/" + r.service +
-             " failed: " + r.error + "\n";
-    if (s.report_mode == kReportJson) {
-      out += "devexit:report " + LineJson(r) + "\n";
-    } else if (s.report_mode == kReportText) {
-      char ms[32];
-      snprintf(ms, sizeof ms, "%.2f", r.ms);
-      out += "devexit: " + std::string(r.outcome) + " " + TypeName(r.type) + ":" + std::to_string(r.index) + "/" +
-             r.service + " in " + ms + " ms (" + r.layer + ")\n";
-    }
-  }
-  {
-    std::lock_guard<std::mutex> lock(s.report_mu);
-    for (auto &r : lines) s.report.push_back(std::move(r));
-  }
+  int failures = Conclude(*job, timed_out, warned_by_manager, on_deadline, exit_code);
   {
     std::lock_guard<std::mutex> flight(s.flight_mu);
     s.in_flight--;
     s.flight_cv.notify_all();
-  }
-
-  if (timed_out) {
-    int code = exit_code >= 0 ? exit_code : s.exit_code.load();
-    bool do_exit = s.on_timeout.load() == kTimeoutExit && on_deadline != TimeoutAction::kNone;
-    out += "devexit: closing services took longer than " + std::to_string(s.timeout_ms.load()) +
-           " ms; still running: " + pending + "; " +
-           (do_exit ? "skipping library teardown (exit code kept)" : "continuing (DEVEXIT_ON_TIMEOUT=warn)") + "\n";
-    WriteAll(2, out);
-    if (do_exit) {
-      if (on_deadline == TimeoutAction::kExitNow && code >= 0) {
-        fflush(nullptr);
-        _exit(code);
-      }
-      // The exit status is not known here (main-thread TLS destructor): an on_exit hook
-      // registered now runs before every other exit handler and sees it.
-      on_exit(FastExitHook, nullptr);
-    }
-  } else if (!out.empty()) {
-    WriteAll(2, out);
   }
   return failures;
 }
