@@ -70,6 +70,16 @@ describe('native registry (child processes)', () => {
     }
   });
 
+  it('a deadline passing while a helper thread is inside a close: same warning and exit code', async () => {
+    const runs = await runMany(5, { script: join(fixtures, 'closeBehaviour.cjs'), args: ['timeout-puller'] });
+    for (const r of runs) {
+      expect({ code: r.code, signal: r.signal }, r.stderr).toEqual({ code: 4, signal: null });
+      expect(r.stderr).toMatch(/still running: standin:1\/loop; skipping library teardown/);
+      expect(r.report.map((e) => `${e.device.index} ${e.outcome}`).sort()).toEqual(['0 ok', '1 timeout']);
+      expect(r.ms).toBeLessThan(4000);
+    }
+  });
+
   it('a deadline passing in the main-thread TLS layer keeps the exit code too', async () => {
     const runs = await runMany(5, { script: join(fixtures, 'closeBehaviour.cjs'), args: ['timeout-tls'] });
     for (const r of runs) {
@@ -123,6 +133,14 @@ describe('native registry (child processes)', () => {
     const closes = r.report.filter((e) => e.device.type === 'slow');
     expect(closes).toHaveLength(8);
     // Sequential closes would need 1600 ms of wall time; the whole child must take far less.
+    expect(r.ms).toBeLessThan(1500);
+  });
+
+  it('devices close in parallel in the TLS layer too (closes on helper threads only)', async () => {
+    const r = await runChild({ script: join(fixtures, 'closeBehaviour.cjs'), args: ['parallel-tls'] });
+    expect(r.code, r.stderr).toBe(0);
+    const closes = r.report.filter((e) => e.device.type === 'slow');
+    expect(closes.map((e) => e.layer)).toEqual(Array(8).fill('tls'));
     expect(r.ms).toBeLessThan(1500);
   });
 
