@@ -174,14 +174,25 @@ function exitLatency(setup) {
   );
 }
 
-// 5. Addon load time.
+// 5. Load time: the addon alone (process.dlopen: the .init_array guard and module init), and the
+// whole package through require() (with @devexit/core's JS), each in a fresh child.
 {
-  const code = `const t = process.hrtime.bigint(); require('@devexit/native');
-    process.stdout.write(String(Number(process.hrtime.bigint() - t) / 1e6));`;
-  const xs = [];
-  for (let i = 0; i < (quick ? 5 : 20); i++) xs.push(Number(child(code).stdout));
-  results.benches.addonLoad = { ms: median(xs) };
-  console.log(`addon load: require('@devexit/native') ${fmt(median(xs), 2)} ms (median of ${xs.length})`);
+  const addon =
+    "require('node:path').join(require.resolve('@devexit/native/package.json'), '..', 'build', 'Release', 'devexit_native.node')";
+  const warm = "require('node:worker_threads'); require('node:fs');";
+  const time = (what) =>
+    `${warm} const p = ${addon}; const t = process.hrtime.bigint(); ${what};
+     process.stdout.write(String(Number(process.hrtime.bigint() - t) / 1e6));`;
+  const alone = [];
+  const whole = [];
+  for (let i = 0; i < (quick ? 5 : 20); i++) {
+    alone.push(Number(child(time('process.dlopen({ exports: {} }, p)')).stdout));
+    whole.push(Number(child(time("require('@devexit/native')")).stdout));
+  }
+  results.benches.load = { addonMs: median(alone), packageMs: median(whole) };
+  console.log(
+    `load: devexit_native.node ${fmt(median(alone), 2)} ms, require('@devexit/native') with core ${fmt(median(whole), 2)} ms (median of ${alone.length})`,
+  );
 }
 
 const out = join(here, 'bench-results');
