@@ -174,24 +174,39 @@ function exitLatency(setup) {
   );
 }
 
-// 5. Load time: the addon alone (process.dlopen: the .init_array guard and module init), and the
-// whole package through require() (with @devexit/core's JS), each in a fresh child.
+// 5. Load time: the addon alone (process.dlopen: the .init_array guard and module init) next to
+// another node-addon-api addon without them (the stand-in fixture: what loading any addon
+// costs here), and the whole package through require() (with @devexit/core's JS).
 {
-  const addon =
-    "require('node:path').join(require.resolve('@devexit/native/package.json'), '..', 'build', 'Release', 'devexit_native.node')";
-  const warm = "require('node:worker_threads'); require('node:fs');";
-  const time = (what) =>
-    `${warm} const p = ${addon}; const t = process.hrtime.bigint(); ${what};
+  const path = (pkg, file) =>
+    `require('node:path').join(require.resolve('${pkg}/package.json'), '..', 'build', 'Release', '${file}')`;
+  const time = (setup, what) =>
+    `require('node:worker_threads'); const p = ${setup}; const t = process.hrtime.bigint(); ${what};
      process.stdout.write(String(Number(process.hrtime.bigint() - t) / 1e6));`;
   const alone = [];
+  const other = [];
   const whole = [];
   for (let i = 0; i < (quick ? 5 : 20); i++) {
-    alone.push(Number(child(time('process.dlopen({ exports: {} }, p)')).stdout));
-    whole.push(Number(child(time("require('@devexit/native')")).stdout));
+    alone.push(
+      Number(
+        child(time(path('@devexit/native', 'devexit_native.node'), 'process.dlopen({ exports: {} }, p)'))
+          .stdout,
+      ),
+    );
+    other.push(
+      Number(
+        child(time(path('@devexit/standins', 'exit_fixture.node'), 'process.dlopen({ exports: {} }, p)'))
+          .stdout,
+      ),
+    );
+    whole.push(Number(child(time('0', "require('@devexit/native')")).stdout));
   }
-  results.benches.load = { addonMs: median(alone), packageMs: median(whole) };
+  const b = { addonMs: median(alone), otherAddonMs: median(other), packageMs: median(whole) };
+  b.addonOverOther = b.addonMs / b.otherAddonMs;
+  results.benches.load = b;
   console.log(
-    `load: devexit_native.node ${fmt(median(alone), 2)} ms, require('@devexit/native') with core ${fmt(median(whole), 2)} ms (median of ${alone.length})`,
+    `load: devexit_native.node ${fmt(b.addonMs)} ms vs another addon ${fmt(b.otherAddonMs)} ms ` +
+      `(x${fmt(b.addonOverOther)}); require('@devexit/native') with core ${fmt(b.packageMs)} ms (median of ${alone.length})`,
   );
 }
 
