@@ -340,6 +340,64 @@ void Manage(std::shared_ptr<Job> job) {
   }
 }
 
+// A manager thread started with the first registration and parked until an exit needs it, so
+// that starting one is not on the exit path. A second job while it is busy gets a fresh thread.
+struct Managers {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::shared_ptr<Job> job;
+  bool parked_thread = false;  // started and idle
+};
+Managers &M() {
+  static Managers *m = new Managers();
+  return *m;
+}
+
+void ParkedManager() {
+  Managers &m = M();
+  std::unique_lock<std::mutex> lock(m.mu);
+  for (;;) {
+    m.cv.wait(lock, [&] { return m.job != nullptr; });
+    std::shared_ptr<Job> job = std::move(m.job);
+    m.job = nullptr;
+    m.parked_thread = false;
+    lock.unlock();
+    Manage(std::move(job));
+    lock.lock();
+    m.parked_thread = true;
+  }
+}
+
+void StartParkedManager() {
+  Managers &m = M();
+  std::lock_guard<std::mutex> lock(m.mu);
+  static bool started = false;
+  if (started) return;
+  try {
+    std::thread(ParkedManager).detach();
+    started = m.parked_thread = true;
+  } catch (...) {
+    // No parked manager: exits start one when needed.
+  }
+}
+
+void HandToManager(const std::shared_ptr<Job> &job) {
+  Managers &m = M();
+  {
+    std::lock_guard<std::mutex> lock(m.mu);
+    if (m.parked_thread && m.job == nullptr) {
+      m.job = job;
+      m.cv.notify_one();
+      return;
+    }
+  }
+  try {
+    std::thread(Manage, job).detach();
+  } catch (...) {
+    // No manager: the caller still runs every close, only without a watchdog.
+  }
+}
+
 // Waits for a close that another layer is running, so that this layer does not let the
 // runtimes tear down under it.
 void WaitInFlight(int64_t deadline_ns) {
@@ -446,11 +504,7 @@ int RunClose(const char *layer, bool mark_exiting, TimeoutAction on_deadline, in
   job->exit_code = exit_code >= 0 ? exit_code : s.exit_code.load();
   if (inline_run) {
     job->pullers = 1;
-    try {
-      std::thread(Manage, job).detach();
-    } catch (...) {
-      // No manager: the caller still runs every close, only without a watchdog.
-    }
+    HandToManager(job);
     RunGroups(job, true);
   } else {
     job->pullers = StartPullers(job, 1);
@@ -526,15 +580,19 @@ namespace {
 int AbiRegister(devexit_device_id device, const char *service, devexit_close_fn close, void *ctx) {
   if (!close || !ValidName(service)) return DEVEXIT_ERR_INVALID;
   State &s = S();
-  std::lock_guard<std::mutex> lock(s.mu);
-  if (s.exiting.load()) return DEVEXIT_ERR_EXITING;
-  try {
-    auto res = s.entries.try_emplace(Key{device.type, device.index, service}, Entry{close, ctx, s.seq + 1});
-    if (!res.second) return DEVEXIT_ALREADY_REGISTERED;
-  } catch (const std::bad_alloc &) {
-    return DEVEXIT_ERR_NOMEM;
+  bool first;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.exiting.load()) return DEVEXIT_ERR_EXITING;
+    try {
+      auto res = s.entries.try_emplace(Key{device.type, device.index, service}, Entry{close, ctx, s.seq + 1});
+      if (!res.second) return DEVEXIT_ALREADY_REGISTERED;
+    } catch (const std::bad_alloc &) {
+      return DEVEXIT_ERR_NOMEM;
+    }
+    first = ++s.seq == 1;
   }
-  s.seq++;
+  if (first) StartParkedManager();
   return DEVEXIT_OK;
 }
 
