@@ -26,10 +26,12 @@ export function checkName(value: unknown, argument: string): string {
   return value;
 }
 
+/** How a bad argument is named in a TypeError: strings quoted, objects by kind, not by content. */
 export function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
   if (typeof value === 'function') return 'a function';
   if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
   if (typeof value === 'object') return 'an object';
   return String(value);
 }

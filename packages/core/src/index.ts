@@ -21,6 +21,7 @@ export {
   BUILTIN_DEVICE_TYPES,
   checkDeviceId,
   type DeviceId,
+  describe as describeValue,
   deviceId,
   deviceType,
   deviceTypeName,

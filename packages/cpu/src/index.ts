@@ -9,6 +9,7 @@ import {
   type Device,
   type DeviceBuffer,
   type DeviceId,
+  describeValue as describe,
   deviceClosedError,
   deviceId,
   exitingError,
@@ -28,15 +29,6 @@ const MAX_DEVICES = 64;
 
 /** Argument kinds of the kernel ABI (include/devexit_cpu_kernel.h). */
 const ARG = { buffer: 1, u32: 2, i32: 3, f32: 4 } as const;
-
-function describe(v: unknown): string {
-  if (typeof v === 'string') return JSON.stringify(v);
-  if (v === null) return 'null';
-  if (Array.isArray(v)) return 'an array';
-  if (typeof v === 'object') return 'an object';
-  if (typeof v === 'function') return 'a function';
-  return String(v);
-}
 
 function typeError(argument: string, want: string, got: unknown): TypeError {
   return new TypeError(`devexit: cpu: ${argument} must be ${want}; got ${describe(got)}`);

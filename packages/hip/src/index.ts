@@ -6,6 +6,7 @@ import {
   type Device,
   type DeviceBuffer,
   type DeviceId,
+  describeValue as describe,
   deviceClosedError,
   deviceId,
   exitingError,
@@ -47,14 +48,6 @@ function rethrow(err: unknown): never {
     throw new DevexitError(e.code as DevexitError['code'], e.message ?? String(err));
   }
   throw err;
-}
-
-function describe(v: unknown): string {
-  if (typeof v === 'string') return JSON.stringify(v);
-  if (v === null) return 'null';
-  if (Array.isArray(v)) return 'an array';
-  if (typeof v === 'object') return 'an object';
-  return String(v);
 }
 
 function checkIndex(v: unknown, what: string, max = 0xffffffff): number {

@@ -14,17 +14,10 @@ const char *OtherCopyPath();
 namespace {
 
 
-std::string ReadReport() {
-  const devexit_registry_v1 *r = Registry();
-  std::string out(r->report_json(nullptr, 0), '\0');
-  if (!out.empty()) r->report_json(&out[0], out.size() + 1);
-  return out;
-}
-
-std::string ReadState() {
-  const devexit_registry_v1 *r = Registry();
-  std::string out(r->state_json(nullptr, 0), '\0');
-  if (!out.empty()) r->state_json(&out[0], out.size() + 1);
+// Reads one of the registry's JSON texts (report_json, state_json): length first, then the text.
+std::string ReadJson(size_t (*fn)(char *, size_t)) {
+  std::string out(fn(nullptr, 0), '\0');
+  if (!out.empty()) fn(&out[0], out.size() + 1);
   return out;
 }
 
@@ -86,8 +79,8 @@ Napi::Value Configure(const Napi::CallbackInfo &info) {
   return info.Env().Undefined();
 }
 
-Napi::Value Report(const Napi::CallbackInfo &info) { return Napi::String::New(info.Env(), ReadReport()); }
-Napi::Value State(const Napi::CallbackInfo &info) { return Napi::String::New(info.Env(), ReadState()); }
+Napi::Value Report(const Napi::CallbackInfo &info) { return Napi::String::New(info.Env(), ReadJson(Registry()->report_json)); }
+Napi::Value State(const Napi::CallbackInfo &info) { return Napi::String::New(info.Env(), ReadJson(Registry()->state_json)); }
 
 Napi::Value JsArmMainThread(const Napi::CallbackInfo &info) {
   std::string by = info.Length() > 0 && info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : "module_init";

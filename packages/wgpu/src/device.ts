@@ -7,6 +7,7 @@ import {
   type Device,
   type DeviceBuffer,
   type DeviceId,
+  describeValue as describe,
   deviceClosedError,
   exitingError,
   forgetClose,
@@ -65,14 +66,6 @@ function deferred<T>(): Deferred<T> {
 }
 
 const ceil4 = (n: number) => Math.ceil(n / 4) * 4;
-
-function describe(v: unknown): string {
-  if (typeof v === 'string') return JSON.stringify(v);
-  if (v === null) return 'null';
-  if (typeof v === 'object') return 'an object';
-  if (typeof v === 'function') return 'a function';
-  return String(v);
-}
 
 function checkInt(v: unknown, name: string, min = 0): number {
   if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) {
