@@ -7,6 +7,7 @@
 
 namespace devexit {
 const devexit_registry_v1 *Registry();
+const devexit_host_v1 *Host();
 bool IsOwner();
 const char *LoadError();
 const char *OtherCopyPath();
@@ -29,7 +30,7 @@ Napi::Value IsExiting(const Napi::CallbackInfo &info) {
 // runtime refuses external buffers (then JS falls back to isExiting()).
 Napi::Value ExitingFlagBuffer(const Napi::CallbackInfo &info) {
   napi_value ab;
-  void *data = const_cast<uint32_t *>(Registry()->exiting_flag);
+  void *data = const_cast<uint32_t *>(Host()->exiting_flag);
   napi_status st = napi_create_external_arraybuffer(info.Env(), data, sizeof(uint32_t), nullptr, nullptr, &ab);
   if (st != napi_ok) {
     // Clear any pending exception left by the refusal.
@@ -66,8 +67,8 @@ Napi::Value CloseAll(const Napi::CallbackInfo &info) {
   if (info.Length() > 2 && info[2].IsNumber() && IsOwner()) {
     failures = RunClose(layer.c_str(), mark, TimeoutAction::kExitNow, info[2].As<Napi::Number>().Int32Value());
   } else {
-    if (info.Length() > 2 && info[2].IsNumber()) Registry()->set_exit_code(info[2].As<Napi::Number>().Int32Value());
-    failures = Registry()->close_all(layer.c_str(), mark ? 1 : 0);
+    if (info.Length() > 2 && info[2].IsNumber()) Host()->set_exit_code(info[2].As<Napi::Number>().Int32Value());
+    failures = Host()->close_all(layer.c_str(), mark ? 1 : 0);
   }
   return Napi::Number::New(info.Env(), failures);
 }
@@ -75,20 +76,20 @@ Napi::Value CloseAll(const Napi::CallbackInfo &info) {
 Napi::Value Configure(const Napi::CallbackInfo &info) {
   int64_t timeout = info[0].IsNumber() ? info[0].As<Napi::Number>().Int64Value() : -1;
   int on_timeout = info[1].IsNumber() ? info[1].As<Napi::Number>().Int32Value() : -1;
-  Registry()->configure(timeout, on_timeout);
+  Host()->configure(timeout, on_timeout);
   return info.Env().Undefined();
 }
 
-Napi::Value Report(const Napi::CallbackInfo &info) { return Napi::String::New(info.Env(), ReadJson(Registry()->report_json)); }
-Napi::Value State(const Napi::CallbackInfo &info) { return Napi::String::New(info.Env(), ReadJson(Registry()->state_json)); }
+Napi::Value Report(const Napi::CallbackInfo &info) { return Napi::String::New(info.Env(), ReadJson(Host()->report_json)); }
+Napi::Value State(const Napi::CallbackInfo &info) { return Napi::String::New(info.Env(), ReadJson(Host()->state_json)); }
 
 Napi::Value JsArmMainThread(const Napi::CallbackInfo &info) {
   std::string by = info.Length() > 0 && info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : "module_init";
-  return Napi::Boolean::New(info.Env(), Registry()->arm_main_thread(by.c_str()) != 0);
+  return Napi::Boolean::New(info.Env(), Host()->arm_main_thread(by.c_str()) != 0);
 }
 
 Napi::Value SetExitCode(const Napi::CallbackInfo &info) {
-  Registry()->set_exit_code(info[0].As<Napi::Number>().Int32Value());
+  Host()->set_exit_code(info[0].As<Napi::Number>().Int32Value());
   return info.Env().Undefined();
 }
 
@@ -96,9 +97,9 @@ Napi::Value SetExitCode(const Napi::CallbackInfo &info) {
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   if (const char *err = LoadError()) throw Napi::Error::New(env, std::string("devexit: ") + err);
-  if (!Registry()) throw Napi::Error::New(env, "devexit: the registry failed to initialise");
+  if (!Registry() || !Host()) throw Napi::Error::New(env, "devexit: the registry failed to initialise");
   // Loaded first in a Worker, the .init_array constructor could not arm the main-thread guard.
-  Registry()->arm_main_thread("module_init");
+  Host()->arm_main_thread("module_init");
 
   exports["abiVersion"] = Napi::Number::New(env, DEVEXIT_ABI_VERSION);
   exports["isOwner"] = Napi::Boolean::New(env, IsOwner());

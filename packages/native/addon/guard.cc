@@ -18,6 +18,8 @@
 
 extern "C" __attribute__((visibility("default"))) int devexit_get_registry(uint32_t abi_version,
                                                                           const devexit_registry_v1 **out);
+extern "C" __attribute__((visibility("default"))) int devexit_get_host(uint32_t abi_version,
+                                                                      const devexit_host_v1 **out);
 
 namespace devexit {
 std::string ConfigJson();
@@ -26,6 +28,7 @@ namespace {
 
 // Set once in the load constructor (serialised by the dynamic loader's lock), read-only after.
 const devexit_registry_v1 *g_registry = nullptr;
+const devexit_host_v1 *g_host = nullptr;
 bool g_owner = false;
 std::string *g_other_path = nullptr;
 std::string *g_load_error = nullptr;
@@ -94,13 +97,26 @@ __attribute__((constructor)) void OnLoad() {
                                      "; install one version (pnpm dedupe / npm dedupe)");
       return;
     }
+    void *h = dlopen(other_path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+    auto get_host = h ? reinterpret_cast<devexit_get_host_fn>(dlsym(h, DEVEXIT_GET_HOST_SYMBOL)) : nullptr;
+    if (h) dlclose(h);
+    const devexit_host_v1 *host = nullptr;
+    if (!get_host || get_host(DEVEXIT_HOST_ABI_VERSION, &host) != DEVEXIT_OK || !host) {
+      g_load_error = new std::string("another copy of @devexit/native at " + other_path +
+                                     " was loaded first and does not provide host ABI " +
+                                     std::to_string(DEVEXIT_HOST_ABI_VERSION) +
+                                     "; install one version (pnpm dedupe / npm dedupe)");
+      return;
+    }
     g_registry = table;
-    if (OnMainThread()) g_registry->arm_main_thread("init_array (shared copy)");
+    g_host = host;
+    if (OnMainThread()) g_host->arm_main_thread("init_array (shared copy)");
     return;
   }
   g_owner = true;
   InitOwnerState();
   g_registry = OwnTable();
+  g_host = OwnHostTable();
   on_exit(LateExitHook, nullptr);
   G().atexit_hooks.emplace_back("load");
   if (OnMainThread()) ArmMainThread("init_array");
@@ -109,7 +125,7 @@ __attribute__((constructor)) void OnLoad() {
 }  // namespace
 
 int ArmMainThread(const char *by) {
-  if (!g_owner) return g_registry ? g_registry->arm_main_thread(by) : 0;
+  if (!g_owner) return g_host ? g_host->arm_main_thread(by) : 0;
   if (!OnMainThread()) return 0;
   std::lock_guard<std::mutex> lock(G().mu);
   if (!t_guard.armed) {
@@ -149,6 +165,7 @@ size_t StateJson(char *buf, size_t size) {
 
 // For the binding: the registry this copy uses, and why there is none.
 const devexit_registry_v1 *Registry() { return g_registry; }
+const devexit_host_v1 *Host() { return g_host; }
 bool IsOwner() { return g_owner; }
 const char *LoadError() { return g_load_error ? g_load_error->c_str() : nullptr; }
 const char *OtherCopyPath() { return g_other_path ? g_other_path->c_str() : nullptr; }
@@ -162,5 +179,15 @@ extern "C" int devexit_get_registry(uint32_t abi_version, const devexit_registry
   if (!g_registry) return DEVEXIT_ERR_NOT_LOADED;
   if (abi_version == 0 || abi_version > g_registry->abi_version) return DEVEXIT_ERR_ABI;
   *out = g_registry;
+  return DEVEXIT_OK;
+}
+
+extern "C" int devexit_get_host(uint32_t abi_version, const devexit_host_v1 **out) {
+  using namespace devexit;
+  if (!out) return DEVEXIT_ERR_INVALID;
+  *out = nullptr;
+  if (!g_host) return DEVEXIT_ERR_NOT_LOADED;
+  if (abi_version == 0 || abi_version > g_host->abi_version) return DEVEXIT_ERR_ABI;
+  *out = g_host;
   return DEVEXIT_OK;
 }

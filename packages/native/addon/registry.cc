@@ -639,6 +639,8 @@ size_t AbiReportJson(char *buf, size_t size) {
 
 void AbiSetExitCode(int code) { S().exit_code = code; }
 
+int64_t AbiCloseDeadlineNs() { return NowNs() + S().timeout_ms.load() * 1000000; }
+
 }  // namespace
 
 // Defined in guard.cc.
@@ -655,6 +657,17 @@ const devexit_registry_v1 *OwnTable() {
     t->is_exiting = AbiIsExiting;
     t->runtime_initialised = RuntimeInitialised;
     t->device_type = AbiDeviceType;
+    t->close_deadline_ns = AbiCloseDeadlineNs;
+    return t;
+  }();
+  return table;
+}
+
+const devexit_host_v1 *OwnHostTable() {
+  static devexit_host_v1 *table = [] {
+    auto *t = new devexit_host_v1();
+    t->abi_version = DEVEXIT_HOST_ABI_VERSION;
+    t->struct_size = sizeof(devexit_host_v1);
     t->close_all = AbiCloseAll;
     t->configure = AbiConfigure;
     t->report_json = AbiReportJson;

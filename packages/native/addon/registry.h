@@ -6,6 +6,7 @@
 #include <string>
 
 #include "devexit.h"
+#include "devexit_host.h"
 
 namespace devexit {
 
@@ -28,6 +29,7 @@ enum class TimeoutAction {
 
 void InitOwnerState();
 const devexit_registry_v1 *OwnTable();
+const devexit_host_v1 *OwnHostTable();
 uint32_t EnabledLayers();
 int64_t NowNs();
 

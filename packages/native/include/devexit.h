@@ -59,6 +59,7 @@ typedef struct devexit_close_call_v1 {
 /* Returns 0 on success; anything else is a failure, described in call->error. */
 typedef int (*devexit_close_fn)(void *ctx, const devexit_close_call_v1 *call);
 
+/* What backends call: the whole contract between a backend addon and the registry. */
 typedef struct devexit_registry_v1 {
   uint32_t abi_version; /* first, always */
   uint32_t struct_size; /* sizeof the table the registry provides */
@@ -84,25 +85,10 @@ typedef struct devexit_registry_v1 {
   /* Process-wide device type for a backend name: > 0, or a negative status. */
   int (*device_type)(const char *backend_name);
 
-  /* ---- used by @devexit/native's own JS layer, tools and tests ---- */
-
-  /* Close everything now from the calling thread's point of view. layer names the caller in the
-   * report ("js-exit", "explicit", ...). mark_exiting: also refuse later registrations.
-   * Returns the number of closes that failed or timed out. */
-  int (*close_all)(const char *layer, int mark_exiting);
-  /* timeout_ms < 0 leaves it unchanged; on_timeout: 0 = _exit (skip library teardown),
-   * 1 = warn and continue, < 0 unchanged. */
-  void (*configure)(int64_t timeout_ms, int on_timeout);
-  /* The report as JSON lines into buf; returns the length needed (without NUL). */
-  size_t (*report_json)(char *buf, size_t size);
-  /* Arms the main-thread guard if called on the main thread; returns 1 if armed now or before. */
-  int (*arm_main_thread)(const char *by);
-  /* JSON object describing which layers are armed and by whom; returns the length needed. */
-  size_t (*state_json)(char *buf, size_t size);
-  /* Address of the 32-bit exiting flag (an atomic that only ever goes 0 -> 1). */
-  const volatile uint32_t *exiting_flag;
-  /* Exit code to keep if a deadline forces _exit from a layer that cannot see it. */
-  void (*set_exit_code)(int code);
+  /* The deadline for a close that starts now, in CLOCK_MONOTONIC nanoseconds: now plus the one
+   * configured timeout (configure({ timeoutMs }) / DEVEXIT_TIMEOUT_MS). Explicit closes
+   * (device.close()) use it, so that they are bounded exactly as exit closes are. */
+  int64_t (*close_deadline_ns)(void);
 } devexit_registry_v1;
 
 /* Exported by @devexit/native's addon under this name. */

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "devexit.h"
+#include "devexit_host.h"
 
 namespace {
 
@@ -210,7 +211,14 @@ Napi::Value Stress(const Napi::CallbackInfo &info) {
   }
   while (started.load() < nthreads) std::this_thread::yield();
   std::this_thread::sleep_for(std::chrono::milliseconds(info.Length() > 2 ? info[2].As<Napi::Number>().Int32Value() : 5));
-  std::thread closer([reg] { reg->close_all("stress", 1); });
+  // The registry's own close-all (the host table, not part of the backend contract).
+  const devexit_host_v1 *host = nullptr;
+  Dl_info self;
+  dladdr(reinterpret_cast<const void *>(reg->register_close), &self);
+  void *h = dlopen(self.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+  auto get_host = h ? reinterpret_cast<devexit_get_host_fn>(dlsym(h, DEVEXIT_GET_HOST_SYMBOL)) : nullptr;
+  if (!get_host || get_host(DEVEXIT_HOST_ABI_VERSION, &host) != DEVEXIT_OK) throw Napi::Error::New(env, "no host table");
+  std::thread closer([host] { host->close_all("stress", 1); });
   for (auto &t : threads) t.join();
   closer.join();
   int accepted = 0, refused = 0, other = 0, once = 0, never = 0, twice = 0, refused_but_closed = 0,
