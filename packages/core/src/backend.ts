@@ -29,10 +29,52 @@ export interface Backend {
  * - copy(src: buffer, dst: buffer, n: u32): dst[i] = src[i] (u32 elements)
  * - saxpy_f32(x: buffer, y: buffer, a: f32, n: u32): y[i] = a * x[i] + y[i]
  * - sum_f32(x: buffer, out: buffer, n: u32): out[0] = x[0] + ... + x[n-1] (float order may vary)
- * Launch them with grid = n.
+ * Launch them with grid = n. Their signatures, as data, are BUILTIN_KERNEL_SIGNATURES.
  */
 export type BuiltinKernelName = 'fill_u32' | 'copy' | 'saxpy_f32' | 'sum_f32';
 export const BUILTIN_KERNELS: readonly BuiltinKernelName[] = ['fill_u32', 'copy', 'saxpy_f32', 'sum_f32'];
+
+/** What a kernel argument is: a buffer, or a scalar tagged with its type. */
+export type ArgKind = 'buffer' | 'u32' | 'i32' | 'f32';
+
+export interface KernelParam {
+  readonly name: string;
+  readonly kind: ArgKind;
+  /**
+   * For buffers: how many 4-byte elements it must hold, as the name of the u32 parameter that
+   * counts them ('n'), or a fixed number.
+   */
+  readonly elements?: string | number;
+}
+
+/**
+ * The built-in kernels' signatures: the one table every backend and the conformance suite use
+ * to accept or refuse a launch (argument kinds, and buffers large enough for n elements).
+ */
+export const BUILTIN_KERNEL_SIGNATURES: Readonly<Record<BuiltinKernelName, readonly KernelParam[]>> =
+  Object.freeze({
+    fill_u32: [
+      { name: 'out', kind: 'buffer', elements: 'n' },
+      { name: 'value', kind: 'u32' },
+      { name: 'n', kind: 'u32' },
+    ],
+    copy: [
+      { name: 'src', kind: 'buffer', elements: 'n' },
+      { name: 'dst', kind: 'buffer', elements: 'n' },
+      { name: 'n', kind: 'u32' },
+    ],
+    saxpy_f32: [
+      { name: 'x', kind: 'buffer', elements: 'n' },
+      { name: 'y', kind: 'buffer', elements: 'n' },
+      { name: 'a', kind: 'f32' },
+      { name: 'n', kind: 'u32' },
+    ],
+    sum_f32: [
+      { name: 'x', kind: 'buffer', elements: 'n' },
+      { name: 'out', kind: 'buffer', elements: 1 },
+      { name: 'n', kind: 'u32' },
+    ],
+  });
 
 /** A device allocation. Opaque: only the backend that made it can use it. */
 export interface DeviceBuffer {

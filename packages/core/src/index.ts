@@ -1,5 +1,7 @@
 export {
+  type ArgKind,
   type Backend,
+  BUILTIN_KERNEL_SIGNATURES,
   BUILTIN_KERNELS,
   type BuiltinKernelName,
   type Device,
@@ -7,6 +9,7 @@ export {
   type Grid,
   type Kernel,
   type KernelArg,
+  type KernelParam,
   type ProbeResult,
   type Queue,
 } from './backend.js';

@@ -71,10 +71,11 @@ void SumF32(uint64_t begin, uint64_t end, const devexit_cpu_arg_v1 *a, uint32_t)
 constexpr uint32_t B = DEVEXIT_CPU_ARG_BUFFER, U = DEVEXIT_CPU_ARG_U32, F = DEVEXIT_CPU_ARG_F32;
 
 void AddBuiltins(Table &t) {
-  t.entries.push_back(new KernelEntry{"fill_u32", FillU32, nullptr, {B, U, U}});
-  t.entries.push_back(new KernelEntry{"copy", CopyU32, nullptr, {B, B, U}});
-  t.entries.push_back(new KernelEntry{"saxpy_f32", SaxpyF32, nullptr, {B, B, F, U}});
-  t.entries.push_back(new KernelEntry{"sum_f32", SumF32, SumPrologue, {B, B, U}});
+  // In @devexit/core's BUILTIN_KERNELS order: JS launches built-in i as kernel -1 - i.
+  t.entries.push_back(new KernelEntry{"fill_u32", FillU32, nullptr, {B, U, U}, true});
+  t.entries.push_back(new KernelEntry{"copy", CopyU32, nullptr, {B, B, U}, true});
+  t.entries.push_back(new KernelEntry{"saxpy_f32", SaxpyF32, nullptr, {B, B, F, U}, true});
+  t.entries.push_back(new KernelEntry{"sum_f32", SumF32, SumPrologue, {B, B, U}, true});
 }
 
 std::once_flag builtins_once;
@@ -100,14 +101,6 @@ const KernelEntry *KernelById(uint32_t id) {
   Table &t = Ready();
   std::lock_guard<std::mutex> lock(t.mu);
   return id < t.entries.size() ? t.entries[id] : nullptr;
-}
-
-int BuiltinKernelId(const std::string &name) {
-  Table &t = Ready();
-  std::lock_guard<std::mutex> lock(t.mu);
-  for (size_t i = 0; i < t.entries.size() && i < 4; i++)
-    if (t.entries[i]->name == name) return static_cast<int>(i);
-  return -1;
 }
 
 int LoadUserKernel(const std::string &path, const std::string &entry, std::string *error) {

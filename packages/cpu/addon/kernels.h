@@ -16,13 +16,12 @@ struct KernelEntry {
   void (*prologue)(const devexit_cpu_arg_v1 *args, uint32_t nargs) = nullptr;
   // Argument kinds a built-in requires; empty for user kernels (unchecked).
   std::vector<uint32_t> signature;
+  bool builtin = false;
 };
 
 // Process-wide, append-only; ids index it. Never freed: launches hold raw pointers.
 uint32_t RegisterKernel(KernelEntry *entry);
 const KernelEntry *KernelById(uint32_t id);
-// -1 when there is no built-in of that name.
-int BuiltinKernelId(const std::string &name);
 // dlopen (never dlclose) + dlsym; returns the id or -1 with *error set.
 int LoadUserKernel(const std::string &path, const std::string &entry, std::string *error);
 

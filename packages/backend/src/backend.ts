@@ -1,0 +1,66 @@
+import {
+  type Backend,
+  type Device,
+  exitingError,
+  isExiting,
+  outOfRangeError,
+  type ProbeResult,
+  unavailableError,
+} from '@devexit/core';
+import { checkInteger } from './validate.js';
+
+export interface BackendOptions<D extends Device> {
+  name: string;
+  /** Whether the backend runs here. May throw: that becomes { available: false, reason }. */
+  probe(): ProbeResult | Promise<ProbeResult>;
+  /** This realm's object for device `index` (valid and in range). */
+  create(index: number): D | Promise<D>;
+}
+
+/**
+ * probe -> count -> open, the same for every backend: probe() never throws, deviceCount() and
+ * open() reject with ERR_DEVEXIT_UNAVAILABLE when it says unavailable, open() gives one device
+ * object per index in this realm until it closes.
+ */
+export class BackendBase<D extends Device> implements Backend {
+  readonly name: string;
+  /** This realm's open devices. */
+  readonly devices = new Map<number, D>();
+  readonly #options: BackendOptions<D>;
+
+  constructor(options: BackendOptions<D>) {
+    this.#options = options;
+    this.name = options.name;
+  }
+
+  async probe(): Promise<ProbeResult> {
+    try {
+      return await this.#options.probe();
+    } catch (err) {
+      return { available: false, reason: err instanceof Error ? err.message : String(err) };
+    }
+  }
+
+  async deviceCount(): Promise<number> {
+    const probe = await this.probe();
+    if (!probe.available) throw unavailableError(this.name, probe.reason);
+    return probe.devices;
+  }
+
+  async open(index: number): Promise<Device> {
+    checkInteger(index, 'index', 0, 0xffffffff);
+    if (isExiting()) throw exitingError(`open ${this.name}:${index}`);
+    const count = await this.deviceCount();
+    if (index >= count) throw outOfRangeError(`${this.name} device index`, index, `0..${count - 1}`);
+    const known = this.devices.get(index);
+    if (known && !known.closed) return known;
+    const device = await this.#options.create(index);
+    this.devices.set(index, device);
+    return device;
+  }
+
+  /** A device of this realm closed: the next open() makes a new one. */
+  forget(index: number, device: D): void {
+    if (this.devices.get(index) === device) this.devices.delete(index);
+  }
+}

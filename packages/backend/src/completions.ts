@@ -1,0 +1,158 @@
+import {
+  DevexitError,
+  type DeviceId,
+  deviceClosedError,
+  exitingError,
+  isExiting,
+  outOfRangeError,
+} from '@devexit/core';
+import { backendError } from './validate.js';
+
+/** Native statuses (devexit::Status in devexit_service.hpp). */
+export const Status = {
+  ok: 0,
+  closed: 1,
+  exiting: 2,
+  badBuffer: 3,
+  outOfRange: 4,
+  startFailed: 5,
+  badArgs: 6,
+  vendorError: 7,
+} as const;
+
+/** The typed error for a native status, in every backend alike. */
+export function statusError(
+  status: number,
+  where: { backend: string; device: DeviceId | undefined; what: string },
+  message?: string | null,
+  vendorError?: string,
+): Error {
+  const detail = message ? `: ${message}` : '';
+  switch (status) {
+    case Status.closed:
+      if (isExiting()) return exitingError(where.what);
+      return where.device
+        ? deviceClosedError(where.device, where.what)
+        : new DevexitError(
+            'ERR_DEVEXIT_DEVICE_CLOSED',
+            `devexit: cannot ${where.what}: ${where.backend} is closed`,
+          );
+    case Status.exiting:
+      return exitingError(where.what);
+    case Status.outOfRange:
+      return outOfRangeError(
+        `${where.backend}: ${where.what}`,
+        message ?? 'past the end',
+        'a buffer of this device',
+      );
+    case Status.badBuffer:
+    case Status.badArgs:
+      return backendError(
+        where.backend,
+        `cannot ${where.what}${detail || ': the native layer refused its arguments'}`,
+      );
+    default:
+      return backendError(where.backend, `${where.what} failed${detail}`, vendorError);
+  }
+}
+
+/** How a native backend answers (devexit_queue_binding.hpp's setDispatcher / setRef). */
+export interface CompletionAddon {
+  setDispatcher(fn: Dispatcher): void;
+  setRef(ref: boolean): void;
+}
+
+export type Dispatcher = (
+  id: number,
+  status: number,
+  error: string | null,
+  errorName: string | undefined,
+  data: Uint8Array | undefined,
+  value: number,
+) => void;
+
+export interface Completed {
+  data: Uint8Array | undefined;
+  value: number;
+}
+
+interface Waiting {
+  resolve(r: Completed): void;
+  reject(e: Error): void;
+  owner: Set<number> | undefined;
+  where: { backend: string; device: DeviceId | undefined; what: string };
+}
+
+/**
+ * One realm's promises waiting for a native addon's service threads. The event loop is kept
+ * alive exactly while something waits. A "closed" notice from the native layer (a close run with
+ * JS alive, from any realm) goes to `onClosed`, which rejects what waits on that device.
+ */
+export class Completions {
+  readonly #addon: CompletionAddon;
+  readonly #waiting = new Map<number, Waiting>();
+  #next = 1;
+  #installed = false;
+  onClosed: (index: number, service: string) => void = () => {};
+
+  constructor(addon: CompletionAddon) {
+    this.#addon = addon;
+  }
+
+  /**
+   * Starts a native command that answers `id`; `start` returns its status. The promise settles
+   * with the answer, or rejects with the typed error for a refusal.
+   */
+  expect(
+    owner: Set<number> | undefined,
+    where: Waiting['where'],
+    start: (id: number) => number,
+  ): Promise<Completed> {
+    this.#install();
+    const id = this.#next++;
+    return new Promise<Completed>((resolve, reject) => {
+      const status = start(id);
+      if (status !== Status.ok) {
+        reject(statusError(status, where));
+        return;
+      }
+      this.#waiting.set(id, { resolve, reject, owner, where });
+      owner?.add(id);
+      if (this.#waiting.size === 1) this.#addon.setRef(true);
+    });
+  }
+
+  /** Rejects everything `owner` waits for (its device closed). */
+  rejectAll(owner: Set<number>, error: () => Error): void {
+    for (const id of owner) {
+      const w = this.#waiting.get(id);
+      if (!w) continue;
+      this.#waiting.delete(id);
+      w.reject(error());
+    }
+    owner.clear();
+    if (this.#waiting.size === 0 && this.#installed) this.#addon.setRef(false);
+  }
+
+  #install(): void {
+    if (this.#installed) return;
+    this.#installed = true;
+    this.#addon.setDispatcher(this.#dispatch);
+  }
+
+  readonly #dispatch: Dispatcher = (id, status, error, errorName, data, value) => {
+    if (id === 0) {
+      this.onClosed(value, error ?? '');
+      return;
+    }
+    const w = this.#waiting.get(id);
+    if (!w) return;
+    this.#waiting.delete(id);
+    w.owner?.delete(id);
+    if (this.#waiting.size === 0) this.#addon.setRef(false);
+    if (status === Status.ok) w.resolve({ data, value });
+    // Dropped by a close: the device closed, whether or not the process is exiting.
+    else if (status === Status.closed && w.where.device) w.reject(deviceClosedError(w.where.device, w.where.what));
+    else w.reject(statusError(status, w.where, error, errorName));
+  };
+}

@@ -1,0 +1,37 @@
+export { BackendBase, type BackendOptions } from './backend.js';
+export {
+  type Completed,
+  type CompletionAddon,
+  Completions,
+  type Dispatcher,
+  Status,
+  statusError,
+} from './completions.js';
+export { type AddonSpec, addonCandidates, loadAddon, platformTag } from './loader.js';
+export { NativeDevice, type NativeDeviceOptions } from './nativeDevice.js';
+export {
+  ARG_KIND,
+  NativeBuffer,
+  NativeKernel,
+  NativeQueue,
+  type QueueAddon,
+  type QueueOwner,
+} from './nativeQueue.js';
+export {
+  argError,
+  type BackendError,
+  backendError,
+  type CheckedArg,
+  checkData,
+  checkEntry,
+  checkGrid,
+  checkInteger,
+  checkLaunchArgs,
+  checkOptions,
+  checkRange,
+  checkScalar,
+  checkSize,
+  checkU32,
+  type LaunchCheck,
+  type Scalar,
+} from './validate.js';

@@ -1,0 +1,206 @@
+import {
+  type ArgKind,
+  DevexitError,
+  describeValue,
+  type KernelArg,
+  type KernelParam,
+  outOfRangeError,
+} from '@devexit/core';
+
+/**
+ * The one validator of every backend's entry points, with one wording: a bad argument is a
+ * TypeError naming it (`code` ERR_INVALID_ARG_TYPE when its type is wrong, ERR_INVALID_ARG_VALUE
+ * when its value is), a range past a buffer's end is ERR_DEVEXIT_OUT_OF_RANGE. Validation never
+ * changes state: callers check everything first, then act.
+ */
+export function argError(argument: string, expected: string, value: unknown, wrongType?: boolean): TypeError {
+  const err = new TypeError(
+    `devexit: ${argument} must be ${expected}; got ${describeValue(value)}`,
+  ) as TypeError & {
+    code: string;
+  };
+  err.code = (wrongType ?? typeof value !== 'number') ? 'ERR_INVALID_ARG_TYPE' : 'ERR_INVALID_ARG_VALUE';
+  return err;
+}
+
+const U32_MAX = 0xffffffff;
+
+function isInt(v: unknown): v is number {
+  return typeof v === 'number' && Number.isSafeInteger(v);
+}
+
+/** An integer in [min, max]. */
+export function checkInteger(
+  value: unknown,
+  argument: string,
+  min = 0,
+  max = Number.MAX_SAFE_INTEGER,
+): number {
+  if (!isInt(value) || value < min || value > max) {
+    throw argError(argument, `an integer in ${min}..${max}`, value);
+  }
+  return value;
+}
+
+/** A device index, a byte count or an offset: an integer >= 0. */
+export function checkSize(value: unknown, argument: string): number {
+  return checkInteger(value, argument, 0);
+}
+
+/** A u32 value (fill patterns): an integer in [0, 2^32). */
+export function checkU32(value: unknown, argument: string): number {
+  return checkInteger(value, argument, 0, U32_MAX);
+}
+
+/** [offset, offset + bytes) must lie inside a buffer of `size` bytes. */
+export function checkRange(size: number, offset: number, bytes: number, what: string): void {
+  if (offset > size || bytes > size - offset) {
+    throw outOfRangeError(`${what}: offset + bytes`, offset + bytes, `the buffer holds ${size} bytes`);
+  }
+}
+
+/** The bytes of an ArrayBufferView, without copying. */
+export function checkData(data: unknown, argument = 'data'): Uint8Array {
+  if (!ArrayBuffer.isView(data)) {
+    throw argError(argument, 'an ArrayBufferView (a typed array, Buffer or DataView)', data, true);
+  }
+  return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+}
+
+/**
+ * A launch grid: a count, or [x, y?, z?]; each dimension an integer in [0, 2^32). A grid with a
+ * zero dimension is valid and launches nothing.
+ */
+export function checkGrid(grid: unknown): [number, number, number] {
+  const expected = 'an integer in 0..4294967295 or [x, y?, z?] of such integers';
+  if (typeof grid === 'number') {
+    if (!isInt(grid) || grid < 0 || grid > U32_MAX) throw argError('grid', expected, grid);
+    return [grid, 1, 1];
+  }
+  if (!Array.isArray(grid) || grid.length < 1 || grid.length > 3)
+    throw argError('grid', expected, grid, true);
+  const out: [number, number, number] = [1, 1, 1];
+  for (let i = 0; i < grid.length; i++) {
+    const v: unknown = grid[i];
+    if (v === undefined && i > 0) continue;
+    if (!isInt(v) || v < 0 || v > U32_MAX) throw argError('grid', expected, grid, true);
+    out[i] = v;
+  }
+  return out;
+}
+
+export type Scalar = { kind: 'u32' | 'i32' | 'f32'; value: number };
+
+const SCALAR_EXPECTED =
+  'a buffer, or one of { u32 } (integer in 0..2^32-1), { i32 } (integer in -2^31..2^31-1), { f32 } (a number)';
+
+/** A scalar kernel argument: exactly one own key, u32 / i32 / f32, with a value in range. */
+export function checkScalar(arg: unknown, argument: string): Scalar {
+  if (typeof arg !== 'object' || arg === null || Array.isArray(arg))
+    throw argError(argument, SCALAR_EXPECTED, arg, true);
+  const keys = Object.keys(arg);
+  const key = keys.length === 1 ? keys[0] : undefined;
+  const value = key === undefined ? undefined : (arg as Record<string, unknown>)[key];
+  const ok =
+    typeof value === 'number' &&
+    ((key === 'u32' && isInt(value) && value >= 0 && value <= U32_MAX) ||
+      (key === 'i32' && isInt(value) && value >= -0x80000000 && value <= 0x7fffffff) ||
+      key === 'f32');
+  if (!ok) throw argError(argument, SCALAR_EXPECTED, arg, typeof value !== 'number');
+  return { kind: key as Scalar['kind'], value: value as number };
+}
+
+export type CheckedArg<B> = { kind: 'buffer'; buffer: B; size: number } | Scalar;
+
+export interface LaunchCheck<B> {
+  kernelName: string;
+  /** The kernel's parameters when known (built-ins, WGSL reflection); else only shapes are checked. */
+  signature?: readonly KernelParam[] | undefined;
+  /** This backend's live buffer for `value`, or undefined if `value` is not a buffer at all. */
+  buffer(value: unknown, argument: string): { buffer: B; size: number } | undefined;
+}
+
+/** Checks a whole launch's arguments before anything is recorded: all or nothing. */
+export function checkLaunchArgs<B>(args: unknown, check: LaunchCheck<B>): CheckedArg<B>[] {
+  if (!Array.isArray(args)) throw argError('args', 'an array of kernel arguments', args, true);
+  const sig = check.signature;
+  if (sig && args.length !== sig.length) {
+    throw argError(
+      'args',
+      `${sig.length} arguments for ${check.kernelName}(${sig.map((p) => `${p.name}: ${p.kind}`).join(', ')})`,
+      args,
+      false,
+    );
+  }
+  const out: CheckedArg<B>[] = (args as readonly KernelArg[]).map((a, i) => {
+    const argument = `args[${i}]`;
+    const buf = check.buffer(a, argument);
+    const checked: CheckedArg<B> = buf ? { kind: 'buffer', ...buf } : checkScalar(a, argument);
+    const want: ArgKind | undefined = sig?.[i]?.kind;
+    if (want && checked.kind !== want) {
+      const name = sig?.[i]?.name ?? argument;
+      throw argError(
+        `${argument} (${name}) of ${check.kernelName}`,
+        want === 'buffer' ? 'a buffer' : `{ ${want}: number }`,
+        a,
+        true,
+      );
+    }
+    return checked;
+  });
+  if (sig) checkElements(check.kernelName, sig, out);
+  return out;
+}
+
+// Buffers must hold the elements the kernel will touch: never a write past a buffer's end.
+function checkElements<B>(kernel: string, sig: readonly KernelParam[], args: CheckedArg<B>[]): void {
+  sig.forEach((p, i) => {
+    if (p.kind !== 'buffer' || p.elements === undefined) return;
+    const a = args[i];
+    if (a?.kind !== 'buffer') return;
+    let count: number;
+    if (typeof p.elements === 'number') {
+      count = p.elements;
+    } else {
+      const at = sig.findIndex((q) => q.name === p.elements);
+      const v = args[at];
+      count = v && v.kind !== 'buffer' ? v.value : 0;
+    }
+    if (count * 4 > a.size) {
+      throw outOfRangeError(
+        `${kernel} args[${i}] (${p.name})`,
+        `${count} elements`,
+        `the buffer holds ${Math.floor(a.size / 4)} 4-byte elements`,
+      );
+    }
+  });
+}
+
+/** A kernel entry-point name: a C / WGSL identifier. */
+export function checkEntry(entry: unknown): string {
+  if (typeof entry !== 'string' || !/^[A-Za-z_][A-Za-z0-9_]{0,254}$/.test(entry)) {
+    throw argError('entry', 'a function name (a C identifier)', entry, typeof entry !== 'string');
+  }
+  return entry;
+}
+
+/** An options object, or undefined (then {}). */
+export function checkOptions<T extends object>(options: unknown, argument = 'options'): Partial<T> {
+  if (options === undefined) return {};
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw argError(argument, 'an object', options, true);
+  }
+  return options as Partial<T>;
+}
+
+/** The backend failed: ERR_DEVEXIT_BACKEND, with the vendor's error name when there is one. */
+export function backendError(backend: string, message: string, vendorError?: string): BackendError {
+  const err = new DevexitError('ERR_DEVEXIT_BACKEND', `devexit: ${backend}: ${message}`) as BackendError;
+  if (vendorError) err.vendorError = vendorError;
+  return err;
+}
+
+/** An ERR_DEVEXIT_BACKEND error; vendorError names the runtime's error (CUDA_ERROR_..., hipError...). */
+export interface BackendError extends DevexitError {
+  vendorError?: string;
+}
