@@ -21,13 +21,9 @@ export interface CpuAddon extends QueueAddon<NativeHandle> {
 
 let addon: CpuAddon | undefined;
 
-/**
- * @devexit/native first (the registry the addon registers its closes with), then the addon:
- * DEVEXIT_CPU_ADDON, a local build, or the prebuild.
- */
+/** The addon (index.ts loaded @devexit/native first): DEVEXIT_CPU_ADDON, a local build, or the prebuild. */
 export function cpuAddon(): CpuAddon {
   if (addon) return addon;
-  require('@devexit/native');
   addon = loadAddon<CpuAddon>({
     name: 'devexit_cpu',
     packageDir: join(__dirname, '..'),

@@ -1,3 +1,6 @@
+// The registry first, in every realm that loads a backend: closeServices() and the exit layers of
+// this realm then see every native service, whichever realm started it.
+import '@devexit/native';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
