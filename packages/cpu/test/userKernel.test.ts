@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Device } from '@devexit/core';
@@ -82,9 +82,16 @@ describe('cpu user kernels (compiled from C at test time)', () => {
     );
   });
 
-  it('loads a kernel from the shared object bytes', async () => {
+  it('loads a kernel from the shared object bytes, leaving no temp file behind', async () => {
     const q = device.queue();
+    const temps = () =>
+      readdirSync(tmpdir()).filter((n) => n.startsWith('devexit-cpu-') && !n.startsWith('devexit-cpu-test-'));
+    const before = temps();
     const k = await device.loadKernel(new Uint8Array(readFileSync(lib)), 'devexit_test_iota');
+    await expect(device.loadKernel(new Uint8Array(16), 'devexit_test_iota')).rejects.toMatchObject({
+      code: 'ERR_DEVEXIT_BACKEND',
+    });
+    expect(temps()).toEqual(before);
     const b = q.alloc(40);
     q.launch(k, 10, [b]);
     expect(Array.from(new Uint32Array((await q.read(b)).slice().buffer))).toEqual([

@@ -40,6 +40,9 @@ export function runChild(options: ChildOptions): Promise<ChildResult> {
   delete env.VITEST;
   delete env.VITEST_POOL_ID;
   delete env.VITEST_WORKER_ID;
+  // The ThreadSanitizer job preloads its runtime into the children only (the test runner's own
+  // native bundler is not ours to check): see tooling/scripts/sanitize.mjs.
+  if (env.DEVEXIT_TEST_PRELOAD) env.LD_PRELOAD = env.DEVEXIT_TEST_PRELOAD;
   for (const [k, v] of Object.entries(options.env ?? {})) {
     if (v === undefined) delete env[k];
     else env[k] = v;

@@ -1,0 +1,135 @@
+#!/usr/bin/env node
+// The sanitizer jobs: `node tooling/scripts/sanitize.mjs address` (AddressSanitizer +
+// UndefinedBehaviorSanitizer) or `... thread` (ThreadSanitizer).
+//
+// A copy of the workspace (node_modules included, so nothing is installed again) gets every
+// native addon rebuilt with DEVEXIT_SANITIZE; then the suites run in it with the sanitizer
+// runtime preloaded into node (Node itself is not instrumented; our addons and test doubles
+// are). Every child process inherits the preload, and a report makes the process exit with
+// code 86: the exit-code assertions of the suites fail on any report. The job also fails if
+// any report line appears in the output. The working tree itself is never rebuilt.
+import { spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const mode = process.argv[2];
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const here = dirname(fileURLToPath(import.meta.url));
+
+// Addons to rebuild, in dependency order (the registry first).
+const ADDONS = [
+  'packages/native',
+  'tooling/standins',
+  'packages/cpu',
+  'packages/hip',
+  'tooling/standins-hip',
+  'packages/cuda',
+  'tooling/standins-cuda',
+];
+
+// What runs under each sanitizer: [package dir, vitest arguments].
+const SUITES = {
+  address: [
+    ['packages/native', []],
+    ['tooling/exit-paths', []],
+    ['packages/cpu', []],
+    ['packages/hip', []],
+    ['packages/cuda', []],
+  ],
+  thread: [
+    ['tooling/exit-paths', ['test/registry.test.ts', '-t', 'register 100k keys']],
+    ['packages/cpu', ['test/defects.test.ts', '-t', 'closeServices\\(\\{ final: false \\}\\)']],
+  ],
+};
+
+const REPORT =
+  /ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:|WARNING: ThreadSanitizer|SUMMARY: (Address|Thread|UndefinedBehavior)Sanitizer/;
+
+if (!(mode in SUITES)) {
+  process.stderr.write('usage: node tooling/scripts/sanitize.mjs address|thread\n');
+  process.exit(2);
+}
+
+function gccLib(name) {
+  const r = spawnSync('gcc', [`-print-file-name=${name}`], { encoding: 'utf8' });
+  const path = r.stdout.trim();
+  if (r.status !== 0 || !path.startsWith('/') || !existsSync(path)) {
+    throw new Error(`the ${name} runtime of gcc is not installed (Debian: the gcc package provides it)`);
+  }
+  return path;
+}
+
+const preload = gccLib(mode === 'address' ? 'libasan.so.8' : 'libtsan.so.2');
+const work = mkdtempSync(join(tmpdir(), `devexit-${mode}-`));
+process.stdout.write(`sanitize ${mode}: copying the workspace to ${work}\n`);
+cpSync(root, work, {
+  recursive: true,
+  verbatimSymlinks: true,
+  filter: (src) => !/[\\/](\.git|\.turbo|bench-results)$/.test(src),
+});
+
+const env = { ...process.env, DEVEXIT_SANITIZE: mode };
+for (const dir of ADDONS) {
+  const at = join(work, dir);
+  if (!existsSync(join(at, 'binding.gyp'))) continue;
+  process.stdout.write(`sanitize ${mode}: building ${dir}\n`);
+  const r = spawnSync(process.execPath, [join(work, 'tooling', 'scripts', 'gyp.mjs')], {
+    cwd: at,
+    env,
+    encoding: 'utf8',
+  });
+  if (r.status !== 0) {
+    process.stderr.write(`${r.stdout}${r.stderr}`);
+    process.exit(r.status ?? 1);
+  }
+}
+
+const suppressions = join(here, `${mode}.supp`);
+// AddressSanitizer: into every process, the test runner's workers included (unit tests load the
+// addons in-process). ThreadSanitizer: only into the children the suites start (testkit), since
+// every suite it runs is a child-process test and the runner's own native bundler is not ours.
+const runEnv = {
+  ...process.env,
+  ...(mode === 'address' ? { LD_PRELOAD: preload } : { DEVEXIT_TEST_PRELOAD: preload }),
+  // Leaks: Node never frees its own heap at exit, and neither do our never-destroyed globals.
+  ASAN_OPTIONS: 'detect_leaks=0:exitcode=86:abort_on_error=0:halt_on_error=1:print_summary=1',
+  UBSAN_OPTIONS: 'halt_on_error=1:exitcode=86:print_stacktrace=1',
+  TSAN_OPTIONS: `exitcode=86:halt_on_error=1:second_deadlock_stack=1:ignore_noninstrumented_modules=1${existsSync(suppressions) ? `:suppressions=${suppressions}` : ''}`,
+};
+delete runEnv.DEVEXIT_SANITIZE;
+
+let failed = 0;
+const summary = [];
+for (const [dir, args] of SUITES[mode]) {
+  const at = join(work, dir);
+  if (!existsSync(join(at, 'package.json'))) continue;
+  process.stdout.write(`sanitize ${mode}: ${dir} vitest run ${args.join(' ')}\n`);
+  const vitest = join(at, 'node_modules', 'vitest', 'vitest.mjs');
+  const r = spawnSync(process.execPath, [vitest, 'run', ...args], {
+    cwd: at,
+    env: runEnv,
+    encoding: 'utf8',
+    maxBuffer: 1 << 28,
+  });
+  const out = `${r.stdout}${r.stderr}`;
+  process.stdout.write(
+    out
+      .split('\n')
+      .filter((l) => / Tests | Test Files |FAIL|✗|×/.test(l))
+      .join('\n') + '\n',
+  );
+  const reports = out.split('\n').filter((l) => REPORT.test(l));
+  const tests = /Tests\s+(.*)/.exec(out.replace(/\x1b\[[0-9;]*m/g, ''))?.[1]?.trim() ?? 'no summary';
+  summary.push(`${dir}: ${tests}; sanitizer reports: ${reports.length}`);
+  if (r.status !== 0 || reports.length > 0) {
+    failed++;
+    const log = join(work, `${dir.replace(/\//g, '_')}.log`);
+    writeFileSync(log, out);
+    process.stdout.write(`${reports.slice(0, 20).join('\n')}\nfull output: ${log}\n`);
+  }
+}
+process.stdout.write(`sanitize ${mode}: ${summary.join(' | ')}\n`);
+if (failed === 0) rmSync(work, { recursive: true, force: true });
+process.exit(failed === 0 ? 0 : 1);
