@@ -232,26 +232,29 @@ const OTHER_ROWS: Row[] = [
   { call: 'free(foreign)', expect: TYPE, run: (c) => c.q.free(c.foreign) },
 ];
 
-/** The outcome of a call that throws or returns a promise that may reject. */
-async function outcome(result: { thrown: unknown } | { value: unknown }): Promise<string> {
-  let err: unknown;
-  if ('thrown' in result) err = result.thrown;
-  else if (result.value instanceof Promise)
-    err = await result.value.then(
-      () => undefined,
-      (e: unknown) => e ?? 'rejected',
-    );
+function describeOutcome(err: unknown): string {
   if (err === undefined) return ACCEPTED;
   const e = err as { name?: unknown; code?: unknown };
   const cls = err instanceof TypeError ? 'TypeError' : String(e.name);
   return `${cls} ${String(e.code)}`;
 }
 
-function attempt(run: () => unknown): { thrown: unknown } | { value: unknown } {
+/**
+ * Runs a call now and gives its outcome: thrown, or (for read/flush) rejected. A returned promise
+ * gets its handler at once, so a rejection is never unhandled while other calls run.
+ */
+function attempt(run: () => unknown): Promise<string> {
   try {
-    return { value: run() };
+    const value = run();
+    if (value instanceof Promise) {
+      return value.then(
+        () => ACCEPTED,
+        (e: unknown) => describeOutcome(e ?? new Error('rejected without a reason')),
+      );
+    }
+    return Promise.resolve(ACCEPTED);
   } catch (thrown) {
-    return { thrown };
+    return Promise.resolve(describeOutcome(thrown));
   }
 }
 
@@ -300,8 +303,7 @@ export function defineArgumentRules(open: () => Promise<Device>): void {
       c.q.launch(c.fill, 1, [witnesses[i] as DeviceBuffer, n(i + 1), n(1)]);
       return attempt(() => row.run(c));
     });
-    const got: string[] = [];
-    for (const [i, r] of results.entries()) got.push(`${rows[i]?.call}: ${await outcome(r)}`);
+    const got = (await Promise.all(results)).map((o, i) => `${rows[i]?.call}: ${o}`);
     expect(got).toEqual(rows.map((r) => `${r.call}: ${r.expect}`));
     const seen = await Promise.all(witnesses.map(async (w) => u32(await c.q.read(w))[0]));
     expect(seen, 'each valid launch before a call').toEqual(rows.map((_, i) => i + 1));
@@ -311,7 +313,7 @@ export function defineArgumentRules(open: () => Promise<Device>): void {
     const c = await setup();
     for (const row of LAUNCH_ROWS.filter((r) => r.expect !== ACCEPTED)) {
       c.q.launch(c.fill, 4, [c.b, n(0xc0ffee), n(4)]);
-      expect(await outcome(attempt(() => row.run(c))), row.call).toBe(row.expect);
+      expect(await attempt(() => row.run(c)), row.call).toBe(row.expect);
       expect(u32(await c.q.read(c.b)), row.call).toEqual([0xc0ffee, 0xc0ffee, 0xc0ffee, 0xc0ffee]);
     }
   });
