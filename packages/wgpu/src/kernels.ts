@@ -181,8 +181,9 @@ export function parseUserKernel(code: string, entry: string): KernelSource {
     } else {
       throw argError(
         'source',
-        `WGSL whose uniform bindings are u32, i32 or f32 (binding ${index} is ${type})`,
+        `WGSL whose uniform bindings are u32, i32 or f32 (binding ${index})`,
         type,
+        false,
       );
     }
   }
@@ -194,8 +195,9 @@ export function parseUserKernel(code: string, entry: string): KernelSource {
       const have = [...found.keys()].sort((a, b) => a - b).join(', ');
       throw argError(
         'source',
-        `WGSL with bindings @group(0) @binding(0..${found.size - 1})`,
+        'WGSL whose @group(0) bindings are numbered 0, 1, 2, ... without a gap',
         `bindings ${have}`,
+        false,
       );
     }
     params.push(b.param);
@@ -203,11 +205,16 @@ export function parseUserKernel(code: string, entry: string): KernelSource {
   }
   const fn = new RegExp(`@compute\\s*@workgroup_size\\(([^)]*)\\)\\s*fn\\s+${entry}\\s*\\(`).exec(text);
   if (!fn)
-    throw argError('entry', `a function of the WGSL ('@compute @workgroup_size(...) fn ${entry}(')`, entry);
+    throw argError(
+      'entry',
+      `a function of the WGSL ('@compute @workgroup_size(...) fn ${entry}(')`,
+      entry,
+      false,
+    );
   const dims = (fn[1] ?? '').split(',').map((s) => Number(s.trim()));
   const workgroup: [number, number, number] = [dims[0] || 1, dims[1] || 1, dims[2] || 1];
   if (workgroup.some((d) => !Number.isInteger(d) || d < 1)) {
-    throw argError('source', `WGSL whose @workgroup_size of ${entry} is literal integers`, fn[1]);
+    throw argError('source', `WGSL whose @workgroup_size of ${entry} is literal integers`, fn[1], false);
   }
   return { code, entry, params, bindings, workgroup, shape: 'grid' };
 }
