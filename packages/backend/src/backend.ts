@@ -27,6 +27,7 @@ export class BackendBase<D extends Device> implements Backend {
   /** This realm's open devices. */
   readonly devices = new Map<number, D>();
   readonly #options: BackendOptions<D>;
+  readonly #opening = new Map<number, Promise<D>>();
 
   constructor(options: BackendOptions<D>) {
     this.#options = options;
@@ -54,9 +55,19 @@ export class BackendBase<D extends Device> implements Backend {
     if (index >= count) throw outOfRangeError(`${this.name} device index`, index, `0..${count - 1}`);
     const known = this.devices.get(index);
     if (known && !known.closed) return known;
-    const device = await this.#options.create(index);
-    this.devices.set(index, device);
-    return device;
+    // One creation per index at a time: concurrent open() calls share it (create may await).
+    let opening = this.#opening.get(index);
+    if (!opening) {
+      opening = Promise.resolve(index)
+        .then((i) => this.#options.create(i))
+        .then((device) => {
+          this.devices.set(index, device);
+          return device;
+        })
+        .finally(() => this.#opening.delete(index));
+      this.#opening.set(index, opening);
+    }
+    return opening;
   }
 
   /** A device of this realm closed: the next open() makes a new one. */

@@ -1,6 +1,5 @@
 import {
   BUILTIN_KERNEL_SIGNATURES,
-  BUILTIN_KERNELS,
   type BuiltinKernelName,
   type Device,
   type DeviceId,
@@ -13,7 +12,7 @@ import {
 } from '@devexit/core';
 import type { Completions } from './completions.js';
 import { NativeKernel, NativeQueue, type QueueAddon, type QueueOwner } from './nativeQueue.js';
-import { argError, backendError, checkEntry } from './validate.js';
+import { backendError, checkBuiltinName, checkEntry, checkKernelSource } from './validate.js';
 
 export interface NativeDeviceOptions<H> {
   backend: string;
@@ -84,27 +83,13 @@ export class NativeDevice<H> implements Device, QueueOwner<H> {
   }
 
   kernel(name: BuiltinKernelName): Kernel {
-    const i = typeof name === 'string' ? BUILTIN_KERNELS.indexOf(name) : -1;
-    if (i < 0)
-      throw argError(
-        'name',
-        `a built-in kernel (${BUILTIN_KERNELS.join(', ')})`,
-        name,
-        typeof name !== 'string',
-      );
+    const i = checkBuiltinName(name);
     this.check(`get kernel ${name}`);
     return new NativeKernel(name, -1 - i, this, BUILTIN_KERNEL_SIGNATURES[name]);
   }
 
   async loadKernel(source: string | Uint8Array, entry: string): Promise<Kernel> {
-    if (typeof source !== 'string' && !(source instanceof Uint8Array)) {
-      throw argError(
-        'source',
-        `${this.backend} kernel source (a string) or binary (a Uint8Array)`,
-        source,
-        true,
-      );
-    }
+    checkKernelSource(source, `${this.backend} kernel source (a string) or binary (a Uint8Array)`);
     checkEntry(entry);
     this.check(`load kernel ${entry}`);
     const load = this.#options.loadKernel;

@@ -1,14 +1,17 @@
 import type { DeviceBuffer, DeviceId, Grid, Kernel, KernelArg, KernelParam, Queue } from '@devexit/core';
 import { type CompletionAddon, type Completions, Status, statusError } from './completions.js';
 import {
-  argError,
   type CheckedArg,
-  checkData,
+  checkCopy,
+  checkFill,
   checkGrid,
   checkLaunchArgs,
-  checkRange,
+  checkRead,
   checkSize,
-  checkU32,
+  checkWrite,
+  foreignBufferError,
+  foreignKernelError,
+  freedBufferError,
 } from './validate.js';
 
 /** The JS surface of devexit_queue_binding.hpp, on a handle of the backend's native device. */
@@ -103,18 +106,9 @@ export class NativeQueue<H> implements Queue {
   #buffer(v: unknown, argument: string, what: string): NativeBuffer {
     const state = v instanceof NativeBuffer ? v[BUFFER] : undefined;
     if (!state || state.owner !== this.#d) {
-      throw argError(
-        argument,
-        `a buffer allocated on ${this.#d.backend}:${this.#d.id.index} in this realm`,
-        v,
-        true,
-      );
+      throw foreignBufferError(argument, `${this.#d.backend}:${this.#d.id.index}`, v);
     }
-    if (state.freed) {
-      const err = new TypeError(`devexit: cannot ${what}: ${argument} was freed`) as TypeError & { code: string };
-      err.code = 'ERR_INVALID_ARG_VALUE';
-      throw err;
-    }
+    if (state.freed) throw freedBufferError(what, argument);
     return v as NativeBuffer;
   }
 
@@ -171,9 +165,7 @@ export class NativeQueue<H> implements Queue {
 
   write(buffer: DeviceBuffer, data: ArrayBufferView, offset = 0): void {
     const b = this.#buffer(buffer, 'buffer', 'write');
-    const bytes = checkData(data);
-    checkSize(offset, 'offset');
-    checkRange(b.size, offset, bytes.byteLength, 'write');
+    const { bytes } = checkWrite(b.size, data, offset);
     this.#d.check('write');
     this.submit();
     const status = this.#d.addon.write(this.#d.handle, b[BUFFER].id, offset, bytes);
@@ -183,9 +175,7 @@ export class NativeQueue<H> implements Queue {
   read(buffer: DeviceBuffer, offset = 0, bytes?: number): Promise<Uint8Array> {
     try {
       const b = this.#buffer(buffer, 'buffer', 'read');
-      checkSize(offset, 'offset');
-      const n = bytes === undefined ? Math.max(0, b.size - offset) : checkSize(bytes, 'bytes');
-      checkRange(b.size, offset, n, 'read');
+      const { bytes: n } = checkRead(b.size, offset, bytes);
       this.#d.check('read');
       this.submit();
       const deferred = this.#takeDeferred();
@@ -201,13 +191,7 @@ export class NativeQueue<H> implements Queue {
 
   fill(buffer: DeviceBuffer, value: number, offset = 0, bytes?: number): void {
     const b = this.#buffer(buffer, 'buffer', 'fill');
-    checkU32(value, 'value');
-    checkSize(offset, 'offset');
-    if (offset % 4 !== 0) throw argError('offset', 'a multiple of 4', offset);
-    const rest = Math.max(0, b.size - offset);
-    const n = bytes === undefined ? rest - (rest % 4) : checkSize(bytes, 'bytes');
-    if (n % 4 !== 0) throw argError('bytes', 'a multiple of 4', n);
-    checkRange(b.size, offset, n, 'fill');
+    const { bytes: n } = checkFill(b.size, value, offset, bytes);
     this.#d.check('fill');
     const w = this.#reserve(5);
     w[this.#count++] = OP.fill;
@@ -220,14 +204,7 @@ export class NativeQueue<H> implements Queue {
   copy(src: DeviceBuffer, dst: DeviceBuffer, bytes?: number, srcOffset = 0, dstOffset = 0): void {
     const s = this.#buffer(src, 'src', 'copy');
     const t = this.#buffer(dst, 'dst', 'copy');
-    checkSize(srcOffset, 'srcOffset');
-    checkSize(dstOffset, 'dstOffset');
-    const n =
-      bytes === undefined
-        ? Math.max(0, Math.min(s.size - srcOffset, t.size - dstOffset))
-        : checkSize(bytes, 'bytes');
-    checkRange(s.size, srcOffset, n, 'copy from src');
-    checkRange(t.size, dstOffset, n, 'copy to dst');
+    const { bytes: n } = checkCopy(s.size, t.size, bytes, srcOffset, dstOffset);
     this.#d.check('copy');
     const w = this.#reserve(6);
     w[this.#count++] = OP.copy;
@@ -240,12 +217,7 @@ export class NativeQueue<H> implements Queue {
 
   launch(kernel: Kernel, grid: Grid, args: readonly KernelArg[]): void {
     if (!(kernel instanceof NativeKernel) || kernel.owner !== this.#d) {
-      throw argError(
-        'kernel',
-        `a kernel from kernel() or loadKernel() of ${this.#d.backend}:${this.#d.id.index}`,
-        kernel,
-        true,
-      );
+      throw foreignKernelError(`${this.#d.backend}:${this.#d.id.index}`, kernel);
     }
     const [gx, gy, gz] = checkGrid(grid);
     const checked = checkLaunchArgs(args, {

@@ -1,5 +1,7 @@
 import {
   type ArgKind,
+  BUILTIN_KERNELS,
+  type BuiltinKernelName,
   DevexitError,
   describeValue,
   type KernelArg,
@@ -174,6 +176,101 @@ function checkElements<B>(kernel: string, sig: readonly KernelParam[], args: Che
       );
     }
   });
+}
+
+/** write(buffer, data, offset) on a buffer of `size` bytes: the bytes to write and where. */
+export function checkWrite(
+  size: number,
+  data: unknown,
+  offset: unknown,
+): { bytes: Uint8Array; offset: number } {
+  const bytes = checkData(data);
+  const at = checkSize(offset, 'offset');
+  checkRange(size, at, bytes.byteLength, 'write');
+  return { bytes, offset: at };
+}
+
+/** read(buffer, offset, bytes?) on a buffer of `size` bytes; bytes defaults to the rest. */
+export function checkRead(size: number, offset: unknown, bytes: unknown): { offset: number; bytes: number } {
+  const at = checkSize(offset, 'offset');
+  const n = bytes === undefined ? Math.max(0, size - at) : checkSize(bytes, 'bytes');
+  checkRange(size, at, n, 'read');
+  return { offset: at, bytes: n };
+}
+
+/**
+ * fill(buffer, value, offset, bytes?) on a buffer of `size` bytes: a u32 value, offset and bytes
+ * multiples of 4; bytes defaults to the whole 4-byte words after offset.
+ */
+export function checkFill(
+  size: number,
+  value: unknown,
+  offset: unknown,
+  bytes: unknown,
+): { value: number; offset: number; bytes: number } {
+  const v = checkU32(value, 'value');
+  const at = checkSize(offset, 'offset');
+  if (at % 4 !== 0) throw argError('offset', 'a multiple of 4', at);
+  const rest = Math.max(0, size - at);
+  const n = bytes === undefined ? rest - (rest % 4) : checkSize(bytes, 'bytes');
+  if (n % 4 !== 0) throw argError('bytes', 'a multiple of 4', n);
+  checkRange(size, at, n, 'fill');
+  return { value: v, offset: at, bytes: n };
+}
+
+/** copy(src, dst, bytes?, srcOffset, dstOffset); bytes defaults to what fits in both. */
+export function checkCopy(
+  srcSize: number,
+  dstSize: number,
+  bytes: unknown,
+  srcOffset: unknown,
+  dstOffset: unknown,
+): { bytes: number; srcOffset: number; dstOffset: number } {
+  const from = checkSize(srcOffset, 'srcOffset');
+  const to = checkSize(dstOffset, 'dstOffset');
+  const n =
+    bytes === undefined ? Math.max(0, Math.min(srcSize - from, dstSize - to)) : checkSize(bytes, 'bytes');
+  checkRange(srcSize, from, n, 'copy from src');
+  checkRange(dstSize, to, n, 'copy to dst');
+  return { bytes: n, srcOffset: from, dstOffset: to };
+}
+
+/** Not a buffer of this device object (another device, another realm, a closed device's). */
+export function foreignBufferError(argument: string, device: string, value: unknown): TypeError {
+  return argError(argument, `a buffer allocated on ${device} in this realm`, value, true);
+}
+
+/** A buffer that was freed. */
+export function freedBufferError(what: string, argument: string): TypeError {
+  const err = new TypeError(`devexit: cannot ${what}: ${argument} was freed`) as TypeError & { code: string };
+  err.code = 'ERR_INVALID_ARG_VALUE';
+  return err;
+}
+
+/** Not a kernel of this device object. */
+export function foreignKernelError(device: string, value: unknown): TypeError {
+  return argError('kernel', `a kernel from kernel() or loadKernel() of ${device}`, value, true);
+}
+
+/** A built-in kernel's name: its index in BUILTIN_KERNELS (launched as kernel id -1 - index). */
+export function checkBuiltinName(name: unknown): number {
+  const i = typeof name === 'string' ? BUILTIN_KERNELS.indexOf(name as BuiltinKernelName) : -1;
+  if (i < 0) {
+    throw argError(
+      'name',
+      `a built-in kernel (${BUILTIN_KERNELS.join(', ')})`,
+      name,
+      typeof name !== 'string',
+    );
+  }
+  return i;
+}
+
+/** loadKernel's source: a string or a Uint8Array; `expected` says what this backend takes. */
+export function checkKernelSource(source: unknown, expected: string): string | Uint8Array {
+  if (typeof source !== 'string' && !(source instanceof Uint8Array))
+    throw argError('source', expected, source, true);
+  return source;
 }
 
 /** A kernel entry-point name: a C / WGSL identifier. */

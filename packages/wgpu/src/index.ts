@@ -1,31 +1,40 @@
 // The process-wide registry first: device types and exit layers shared with the other backends.
 
+import { BackendBase } from '@devexit/backend';
 import {
   type Backend,
-  type Device,
+  closeAtExit,
   deviceId,
   exitingError,
+  forgetClose,
   isExiting,
-  outOfRangeError,
   type ProbeResult,
   unavailableError,
 } from '@devexit/core';
 import { guardState } from '@devexit/native';
 import { type Discovery, discover, loadDawn } from './dawn.js';
-import { WgpuDevice } from './device.js';
+import { type CloseMode, WgpuDevice } from './device.js';
 import { exitState } from './state.js';
 import { installTracking } from './tracking.js';
 import { armMain, armWorker, configureWorkers } from './workers.js';
 
-export { type DeviceInfo, WgpuDevice, WgpuQueue } from './device.js';
+export { type CloseMode, type DeviceInfo, WgpuDevice } from './device.js';
+export { WgpuQueue } from './queue.js';
 export { installWorkerGuards, knownWorkers, terminateWorker } from './workers.js';
 
 const NAME = 'wgpu';
+const SERVICE = 'queue';
 
 let discovery: Promise<Discovery> | undefined;
-const open = new Map<number, Promise<WgpuDevice>>();
-const live = new Set<WgpuDevice>();
 let adapterUsed = false;
+/** This realm's devices not yet closed: a device whose close() drains and its successor may both be here. */
+const live = new Set<WgpuDevice>();
+
+// Closes that run once the process is ending are exit closes: what they drop never settles.
+let processEnding = false;
+process.prependListener('exit', () => {
+  processEnding = true;
+});
 
 function guardOn(): boolean {
   try {
@@ -40,29 +49,63 @@ function find(): Promise<Discovery> {
   return discovery;
 }
 
-function closeAll(explicit: boolean): void {
+/** Closes this realm's live devices (of one index, or all); every one is tried, the first error thrown. */
+function closeLive(mode: CloseMode, index?: number): void {
+  let first: unknown;
   for (const d of [...live]) {
+    if (index !== undefined && d.id.index !== index) continue;
     try {
-      d.closeNow(explicit);
-    } catch {
-      // destroy() failing leaves nothing better to do at exit; the others still close.
+      d.closeNow(mode);
+    } catch (err) {
+      first ??= err;
     }
   }
+  if (first !== undefined) throw first;
 }
 
-configureWorkers({ guard: guardOn, closeAll });
+// One registration per device index and realm, closing whatever devices of that index are live.
+function register(d: WgpuDevice): void {
+  live.add(d);
+  const index = d.id.index;
+  closeAtExit(d.id, SERVICE, () =>
+    closeLive(processEnding ? 'exit' : exitState.exiting ? 'worker-exit' : 'drop', index),
+  );
+}
+
+/** An explicit close: exit skips the device, unless another device of its index is live. */
+function unregister(index: number): void {
+  if (![...live].some((d) => d.id.index === index)) forgetClose(deviceId(NAME, index), SERVICE);
+}
+
+function onClosed(d: WgpuDevice, mode: CloseMode): void {
+  live.delete(d);
+  wgpu.forget(d.id.index, d);
+  if (mode === 'finish') unregister(d.id.index);
+}
+
+configureWorkers({
+  guard: guardOn,
+  closeAll: (explicit) => {
+    const indexes = new Set([...live].map((d) => d.id.index));
+    try {
+      closeLive('worker-exit');
+    } finally {
+      // process.exit() in a Worker counts as an explicit close: no exit-time close is reported.
+      if (explicit) for (const i of indexes) unregister(i);
+    }
+  },
+});
 {
   const loaded = loadDawn();
   if (loaded.dawn) installTracking(loaded.dawn.globals);
   if (guardOn()) armMain();
 }
 
-async function openDevice(index: number): Promise<WgpuDevice> {
+async function createDevice(index: number): Promise<WgpuDevice> {
   const found = await find();
   const choice = found.choice;
   if (!choice) throw unavailableError(NAME, `no adapter: tried ${found.tried.join('; ')}`);
-  if (index !== 0) throw outOfRangeError('device index', index, '0..0');
-  if (isExiting() || exitState.exiting) throw exitingError(`open ${NAME}:${index}`);
+  if (exitState.exiting) throw exitingError(`open ${NAME}:${index}`);
   let a: GPUAdapter | null = choice.adapter;
   if (adapterUsed) {
     a = await choice.gpu.requestAdapter({ featureLevel: choice.featureLevel } as GPURequestAdapterOptions);
@@ -76,22 +119,22 @@ async function openDevice(index: number): Promise<WgpuDevice> {
       maxBufferSize: a.limits.maxBufferSize,
     },
   });
+  if (isExiting() || exitState.exiting) {
+    device.destroy();
+    throw exitingError(`open ${NAME}:${index}`);
+  }
   armWorker();
   const d = new WgpuDevice(
     deviceId(NAME, index),
     device,
     { adapterDescription: choice.description, backend: choice.backend },
-    (closed) => {
-      live.delete(closed);
-      open.delete(index);
-    },
+    onClosed,
   );
-  live.add(d);
+  register(d);
   return d;
 }
 
-/** The WebGPU backend: Dawn through npm `webgpu`. Device 0 is the adapter Dawn picks. */
-export const backend: Backend = {
+const wgpu = new BackendBase<WgpuDevice>({
   name: NAME,
 
   async probe(): Promise<ProbeResult> {
@@ -114,29 +157,8 @@ export const backend: Backend = {
       return { available: false, reason: err instanceof Error ? err.message : String(err) };
     }
   },
+  create: createDevice,
+});
 
-  async deviceCount(): Promise<number> {
-    const found = await find();
-    if (!found.choice) throw unavailableError(NAME, `no adapter: tried ${found.tried.join('; ')}`);
-    return 1;
-  },
-
-  open(index: number): Promise<Device> {
-    if (typeof index !== 'number' || !Number.isInteger(index) || index < 0) {
-      return Promise.reject(
-        new TypeError(
-          `devexit: index must be an integer >= 0; got ${typeof index === 'string' ? JSON.stringify(index) : String(index)}`,
-        ),
-      );
-    }
-    let p = open.get(index);
-    if (!p) {
-      p = openDevice(index);
-      open.set(index, p);
-      p.catch(() => open.delete(index));
-    }
-    return p;
-  },
-};
-
-export default backend;
+/** The WebGPU backend: Dawn through npm `webgpu`. Device 0 is the adapter Dawn picks. */
+export const backend: Backend = wgpu;

@@ -1,12 +1,30 @@
-/** WGSL for the built-in kernels and the parsing of user kernels' bindings. */
+/** WGSL of the built-in kernels, and what a launch needs to know about any kernel's bindings. */
 
-export type ScalarType = 'u32' | 'i32' | 'f32';
-export type Binding = { kind: 'buffer' } | { kind: 'scalar'; type: ScalarType };
+import { argError } from '@devexit/backend';
+import {
+  BUILTIN_KERNEL_SIGNATURES,
+  type BuiltinKernelName,
+  type KernelParam,
+  outOfRangeError,
+} from '@devexit/core';
+import { minBindingSize, structSizes } from './wgslLayout.js';
+
+/** How a binding is declared: a read-only or writable storage buffer, or a uniform scalar. */
+export type Access = 'read' | 'read_write' | 'uniform';
+
+export interface Binding {
+  access: Access;
+  /** The smallest buffer the shader accepts here, when the WGSL type says (a launch checks it). */
+  minBytes: number | undefined;
+}
 
 export interface KernelSource {
   code: string;
   entry: string;
-  bindings: Binding[];
+  /** The parameters a launch is checked against: core's table for built-ins, the WGSL for others. */
+  params: readonly KernelParam[];
+  /** params[i] is bound at @group(0) @binding(i). */
+  bindings: readonly Binding[];
   workgroup: [number, number, number];
   /** 'linear': one invocation per element, x spills into y past the dispatch limit.
    *  'single': one workgroup strides over everything (reductions). 'grid': as the user asked. */
@@ -19,15 +37,9 @@ export const WG = 64;
 const INDEX = `let i = gid.x + gid.y * (nwg.x * ${WG}u);`;
 const HEAD = '@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>';
 
-const buf = { kind: 'buffer' } as const;
-const u32 = { kind: 'scalar', type: 'u32' } as const;
-const f32 = { kind: 'scalar', type: 'f32' } as const;
-
-export const BUILTINS: Record<string, KernelSource> = {
+// Their parameters are core's BUILTIN_KERNEL_SIGNATURES; builtinSource() checks the WGSL agrees.
+const BUILTIN_WGSL: Record<BuiltinKernelName, { code: string; shape: 'linear' | 'single' }> = {
   fill_u32: {
-    entry: 'main',
-    bindings: [buf, u32, u32],
-    workgroup: [WG, 1, 1],
     shape: 'linear',
     code: `
 @group(0) @binding(0) var<storage, read_write> out: array<u32>;
@@ -39,9 +51,6 @@ export const BUILTINS: Record<string, KernelSource> = {
 }`,
   },
   copy: {
-    entry: 'main',
-    bindings: [buf, buf, u32],
-    workgroup: [WG, 1, 1],
     shape: 'linear',
     code: `
 @group(0) @binding(0) var<storage, read> src: array<u32>;
@@ -53,9 +62,6 @@ export const BUILTINS: Record<string, KernelSource> = {
 }`,
   },
   saxpy_f32: {
-    entry: 'main',
-    bindings: [buf, buf, f32, u32],
-    workgroup: [WG, 1, 1],
     shape: 'linear',
     code: `
 @group(0) @binding(0) var<storage, read> x: array<f32>;
@@ -69,9 +75,6 @@ export const BUILTINS: Record<string, KernelSource> = {
   },
   // No float atomics in WGSL: one workgroup strides over x, then reduces in shared memory.
   sum_f32: {
-    entry: 'main',
-    bindings: [buf, buf, u32],
-    workgroup: [WG, 1, 1],
     shape: 'single',
     code: `
 @group(0) @binding(0) var<storage, read> x: array<f32>;
@@ -92,13 +95,29 @@ var<workgroup> part: array<f32, ${WG}>;
   },
 };
 
+const builtins = new Map<BuiltinKernelName, KernelSource>();
+
+/** A built-in (one object per name): its WGSL here, its parameters from core's BUILTIN_KERNEL_SIGNATURES. */
+export function builtinSource(name: BuiltinKernelName): KernelSource {
+  let source = builtins.get(name);
+  if (!source) {
+    const params = BUILTIN_KERNEL_SIGNATURES[name];
+    const { code, shape } = BUILTIN_WGSL[name];
+    const wgsl = parseUserKernel(code, 'main');
+    const declared = (ps: readonly KernelParam[]) => ps.map((p) => `${p.name}: ${p.kind}`).join(', ');
+    if (declared(wgsl.params) !== declared(params)) {
+      throw new Error(
+        `devexit: internal: the WGSL of ${name} declares (${declared(wgsl.params)}), core (${declared(params)})`,
+      );
+    }
+    source = { ...wgsl, params, shape };
+    builtins.set(name, source);
+  }
+  return source;
+}
+
 /** Moves `len` bytes at any alignment: one invocation per destination word, no write races. */
-export const BYTE_COPY: KernelSource = {
-  entry: 'main',
-  bindings: [buf, buf, u32, u32, u32, u32],
-  workgroup: [WG, 1, 1],
-  shape: 'linear',
-  code: `
+const BYTE_COPY_WGSL = `
 @group(0) @binding(0) var<storage, read> src: array<u32>;
 @group(0) @binding(1) var<storage, read_write> dst: array<u32>;
 @group(0) @binding(2) var<uniform> srcOff: u32;
@@ -119,41 +138,111 @@ fn srcByte(p: u32) -> u32 { return (src[p / 4u] >> ((p % 4u) * 8u)) & 0xffu; }
     }
   }
   dst[w] = v;
-}`,
-};
+}`;
 
+// `@group(0) @binding(i)` in either order, then `var<storage[, access]>` or `var<uniform>`.
 const BINDING =
-  /@group\(\s*0\s*\)\s*@binding\(\s*(\d+)\s*\)\s*var\s*<\s*(storage|uniform)[^>]*>\s*[A-Za-z_][A-Za-z0-9_]*\s*:\s*([^;]+);/g;
+  /@(group|binding)\s*\(\s*(\d+)\s*\)\s*@(group|binding)\s*\(\s*(\d+)\s*\)\s*var\s*<\s*(storage|uniform)\s*(?:,\s*(read_write|read)\s*)?>\s*([A-Za-z_][A-Za-z0-9_]*)\s*:\s*([^;]+);/g;
+
+function stripComments(code: string): string {
+  return code.replace(/\/\*[\s\S]*?\*\//g, ' ').replace(/\/\/[^\n]*/g, ' ');
+}
 
 /**
- * Reads a user kernel's interface from its WGSL: arguments are @group(0) @binding(i) in order;
- * buffers are `var<storage>`, scalars `var<uniform> name: u32|i32|f32`.
+ * Reads a user kernel's parameters from its WGSL: arguments are @group(0) @binding(i) in order;
+ * buffers are `var<storage, read|read_write>`, scalars `var<uniform> name: u32|i32|f32`.
  */
 export function parseUserKernel(code: string, entry: string): KernelSource {
-  const found = new Map<number, Binding>();
-  for (const m of code.matchAll(BINDING)) {
-    const index = Number(m[1]);
-    const type = (m[3] ?? '').trim();
-    if (m[2] === 'storage') found.set(index, buf);
-    else if (type === 'u32' || type === 'i32' || type === 'f32') found.set(index, { kind: 'scalar', type });
-    else
-      throw new TypeError(`devexit: source: uniform binding ${index} must be u32, i32 or f32; got ${type}`);
+  const text = stripComments(code);
+  const structs = structSizes(text);
+  const found = new Map<number, { param: KernelParam; binding: Binding }>();
+  for (const m of text.matchAll(BINDING)) {
+    const attrs: Record<string, number> = { [m[1] ?? '']: Number(m[2]), [m[3] ?? '']: Number(m[4]) };
+    if (attrs.group !== 0 || attrs.binding === undefined) continue;
+    const index = attrs.binding;
+    const name = m[7] ?? '';
+    const type = (m[8] ?? '').trim();
+    if (found.has(index)) {
+      throw argError(
+        'source',
+        `WGSL with one variable per @group(0) @binding(${index})`,
+        `${name}: ${type}`,
+        false,
+      );
+    }
+    if (m[5] === 'storage') {
+      const access: Access = m[6] === 'read_write' ? 'read_write' : 'read';
+      found.set(index, {
+        param: { name, kind: 'buffer' },
+        binding: { access, minBytes: minBindingSize(type, structs) },
+      });
+    } else if (type === 'u32' || type === 'i32' || type === 'f32') {
+      found.set(index, { param: { name, kind: type }, binding: { access: 'uniform', minBytes: 4 } });
+    } else {
+      throw argError(
+        'source',
+        `WGSL whose uniform bindings are u32, i32 or f32 (binding ${index})`,
+        type,
+        false,
+      );
+    }
   }
+  const params: KernelParam[] = [];
   const bindings: Binding[] = [];
   for (let i = 0; i < found.size; i++) {
     const b = found.get(i);
-    if (!b)
-      throw new TypeError(
-        `devexit: source: bindings must be @group(0) @binding(0..${found.size - 1}); ${i} is missing`,
+    if (!b) {
+      const have = [...found.keys()].sort((a, b) => a - b).join(', ');
+      throw argError(
+        'source',
+        'WGSL whose @group(0) bindings are numbered 0, 1, 2, ... without a gap',
+        `bindings ${have}`,
+        false,
       );
-    bindings.push(b);
+    }
+    params.push(b.param);
+    bindings.push(b.binding);
   }
-  const fn = new RegExp(`@compute\\s*@workgroup_size\\(([^)]*)\\)\\s*fn\\s+${entry}\\s*\\(`).exec(code);
-  if (!fn) throw new TypeError(`devexit: entry: no '@compute @workgroup_size(...) fn ${entry}(' in the WGSL`);
+  const fn = new RegExp(`@compute\\s*@workgroup_size\\(([^)]*)\\)\\s*fn\\s+${entry}\\s*\\(`).exec(text);
+  if (!fn)
+    throw argError(
+      'entry',
+      `a function of the WGSL ('@compute @workgroup_size(...) fn ${entry}(')`,
+      entry,
+      false,
+    );
   const dims = (fn[1] ?? '').split(',').map((s) => Number(s.trim()));
   const workgroup: [number, number, number] = [dims[0] || 1, dims[1] || 1, dims[2] || 1];
   if (workgroup.some((d) => !Number.isInteger(d) || d < 1)) {
-    throw new TypeError(`devexit: source: @workgroup_size of ${entry} must be literal integers`);
+    throw argError('source', `WGSL whose @workgroup_size of ${entry} is literal integers`, fn[1], false);
   }
-  return { code, entry, bindings, workgroup, shape: 'grid' };
+  return { code, entry, params, bindings, workgroup, shape: 'grid' };
+}
+
+/** The internal unaligned byte copy (write and copy at offsets WebGPU's copies refuse). */
+export const BYTE_COPY: KernelSource = { ...parseUserKernel(BYTE_COPY_WGSL, 'main'), shape: 'linear' };
+
+/**
+ * The workgroups a launch dispatches, checked against the per-dimension limit: computed before
+ * anything is recorded, so a grid Dawn would refuse is refused here and the batch stays valid.
+ */
+export function workgroups(
+  src: KernelSource,
+  grid: readonly [number, number, number],
+  limit: number,
+): [number, number, number] {
+  if (src.shape === 'single') return [1, 1, 1];
+  const [wx, wy, wz] = src.workgroup;
+  let x = Math.ceil(grid[0] / wx);
+  let y = Math.ceil(grid[1] / wy);
+  const z = Math.ceil(grid[2] / wz);
+  if (x > limit && y === 1 && z === 1) {
+    // A long 1-D grid spills into y; linear kernels fold it back (gid.x + gid.y * nwg.x * 64).
+    y = Math.ceil(x / limit);
+    x = Math.ceil(x / y);
+  }
+  if (x > limit || y > limit || z > limit) {
+    throw outOfRangeError('grid', grid.join('x'), `at most ${limit} workgroups per dimension`);
+  }
+  return [x, y, z];
 }

@@ -91,7 +91,7 @@ describe.skipIf(unavailable)('wgpu backend on Dawn', () => {
     expect(Array.from(new Int32Array((await q.read(b)).slice().buffer)).slice(37)).toEqual([
       -111, -114, -117,
     ]);
-    expect(() => q.launch(k, 4, [b, { u32: 1 }])).toThrow(/args\[1\] must be \{ i32/);
+    expect(() => q.launch(k, 4, [b, { u32: 1 }])).toThrow(/args\[1\] \(k\) of times must be \{ i32/);
     q.free(b);
   });
 

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import type { Backend, Device, DeviceBuffer, Kernel, Queue } from '@devexit/core';
 import { type ChildResult, runMany, summary } from '@devexit/testkit';
 import { describe, expect, it } from 'vitest';
+import { defineArgumentRules } from './argumentRules.js';
 
 export interface ConformanceOptions {
   /** Appears in every test name. */
@@ -273,6 +274,10 @@ export function defineConformance(options: ConformanceOptions): void {
       });
       q.free(buf);
     });
+  });
+
+  describe(title('launch and argument rules'), () => {
+    defineArgumentRules(getDevice);
   });
 
   describe(title('close semantics'), () => {
