@@ -79,6 +79,8 @@ export interface Completed {
 interface Waiting {
   resolve(r: Completed): void;
   reject(e: Error): void;
+  /** The promise the caller got: a close's rejection is marked handled on it. */
+  promise: Promise<unknown>;
   owner: Set<number> | undefined;
   where: { backend: string; device: DeviceId | undefined; what: string };
 }
@@ -101,33 +103,45 @@ export class Completions {
 
   /**
    * Starts a native command that answers `id`; `start` returns its status. The promise settles
-   * with the answer, or rejects with the typed error for a refusal.
+   * with map(answer), or rejects with the typed error for a refusal.
    */
-  expect(
+  expect<T>(
     owner: Set<number> | undefined,
     where: Waiting['where'],
     start: (id: number) => number,
-  ): Promise<Completed> {
+    map: (c: Completed) => T,
+  ): Promise<T> {
     this.#install();
     const id = this.#next++;
-    return new Promise<Completed>((resolve, reject) => {
+    let waiting: Waiting | undefined;
+    const promise = new Promise<T>((resolve, reject) => {
       const status = start(id);
       if (status !== Status.ok) {
         reject(statusError(status, where));
         return;
       }
-      this.#waiting.set(id, { resolve, reject, owner, where });
+      waiting = { resolve: (c) => resolve(map(c)), reject, owner, where, promise: undefined as never };
+    });
+    if (waiting) {
+      waiting.promise = promise;
+      this.#waiting.set(id, waiting);
       owner?.add(id);
       if (this.#waiting.size === 1) this.#addon.setRef(true);
-    });
+    }
+    return promise;
   }
 
-  /** Rejects everything `owner` waits for (its device closed). */
+  /**
+   * Rejects everything `owner` waits for (its device closed). The rejections are marked handled:
+   * a read or flush the program dropped must not become an unhandled rejection at a close; a
+   * handler the program attached still sees the error.
+   */
   rejectAll(owner: Set<number>, error: () => Error): void {
     for (const id of owner) {
       const w = this.#waiting.get(id);
       if (!w) continue;
       this.#waiting.delete(id);
+      w.promise.catch(() => {});
       w.reject(error());
     }
     owner.clear();
@@ -152,8 +166,9 @@ export class Completions {
     if (this.#waiting.size === 0) this.#addon.setRef(false);
     if (status === Status.ok) w.resolve({ data, value });
     // Dropped by a close: the device closed, whether or not the process is exiting.
-    else if (status === Status.closed && w.where.device)
+    else if (status === Status.closed && w.where.device) {
+      w.promise.catch(() => {});
       w.reject(deviceClosedError(w.where.device, w.where.what));
-    else w.reject(statusError(status, w.where, error, errorName));
+    } else w.reject(statusError(status, w.where, error, errorName));
   };
 }

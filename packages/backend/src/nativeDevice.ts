@@ -117,8 +117,11 @@ export class NativeDevice<H> implements Device, QueueOwner<H> {
       this.#queue?.submit();
       this.#closed = true;
       await this.completions
-        .expect(this.pending, { backend: this.backend, device: this.id, what: 'close' }, (id) =>
-          this.addon.drain(h, id),
+        .expect(
+          this.pending,
+          { backend: this.backend, device: this.id, what: 'close' },
+          (id) => this.addon.drain(h, id),
+          () => undefined,
         )
         .catch(() => undefined);
     }

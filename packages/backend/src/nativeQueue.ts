@@ -181,9 +181,12 @@ export class NativeQueue<H> implements Queue {
       const deferred = this.#takeDeferred();
       if (deferred) return Promise.reject(deferred);
       const d = this.#d;
-      return d.completions
-        .expect(d.pending, this.#where('read'), (id) => d.addon.read(d.handle, b[BUFFER].id, offset, n, id))
-        .then((r) => r.data ?? new Uint8Array(0));
+      return d.completions.expect(
+        d.pending,
+        this.#where('read'),
+        (id) => d.addon.read(d.handle, b[BUFFER].id, offset, n, id),
+        (r) => r.data ?? new Uint8Array(0),
+      );
     } catch (err) {
       return Promise.reject(err);
     }
@@ -253,9 +256,12 @@ export class NativeQueue<H> implements Queue {
       const deferred = this.#takeDeferred();
       if (deferred) return Promise.reject(deferred);
       const d = this.#d;
-      return d.completions
-        .expect(d.pending, this.#where('flush'), (id) => d.addon.flush(d.handle, id))
-        .then(() => undefined);
+      return d.completions.expect(
+        d.pending,
+        this.#where('flush'),
+        (id) => d.addon.flush(d.handle, id),
+        () => undefined,
+      );
     } catch (err) {
       return Promise.reject(err);
     }

@@ -184,6 +184,18 @@ describe('cpu devices in child processes', () => {
     }
   });
 
+  it('a dropped flush rejected by closeServices() is not an unhandled rejection (10 runs)', async () => {
+    const runs = await runMany(10, { script: fixture('droppedFlush.cjs'), timeoutMs: 20_000 });
+    for (const r of runs) {
+      expect({ code: r.code, signal: r.signal, timedOut: r.timedOut }, r.stderr).toEqual({
+        code: 0,
+        signal: null,
+        timedOut: false,
+      });
+      expect(r.stdout).toMatch(/^alive (ok|ERR_DEVEXIT_DEVICE_CLOSED)$/m);
+    }
+  });
+
   it('no queue starts once the process is exiting (ERR_DEVEXIT_EXITING)', async () => {
     const [r] = await runMany(1, { script: fixture('afterExit.cjs'), timeoutMs: 20_000 });
     expect(r!.code, r!.stderr).toBe(0);
