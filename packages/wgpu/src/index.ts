@@ -11,7 +11,7 @@ import {
   unavailableError,
 } from '@devexit/core';
 import { guardState } from '@devexit/native';
-import { type Discovery, discover, loadDawn } from './dawn.js';
+import { type Discovery, discover, loadDawn, presetEglPlatform } from './dawn.js';
 import { WgpuDevice } from './device.js';
 import { exitState } from './state.js';
 import { installTracking } from './tracking.js';
@@ -54,6 +54,7 @@ configureWorkers({ guard: guardOn, closeAll });
 {
   const loaded = loadDawn();
   if (loaded.dawn) installTracking(loaded.dawn.globals);
+  presetEglPlatform();
   if (guardOn()) armMain();
 }
 
@@ -108,7 +109,7 @@ export const backend: Backend = {
         available: true,
         devices: 1,
         versions: { webgpu: found.version, backend: found.choice.backend },
-        details: found.tried.join('; '),
+        details: `${found.summary}; tried ${found.tried.join('; ')}`,
       };
     } catch (err) {
       return { available: false, reason: err instanceof Error ? err.message : String(err) };
@@ -138,5 +139,3 @@ export const backend: Backend = {
     return p;
   },
 };
-
-export default backend;
