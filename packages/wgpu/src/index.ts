@@ -1,3 +1,5 @@
+// Consumers need WebGPU's global types (GPUDevice, ...) for this package's declarations.
+/// <reference types="@webgpu/types" preserve="true" />
 // The process-wide registry first: device types and exit layers shared with the other backends.
 
 import {
