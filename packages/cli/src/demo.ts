@@ -178,7 +178,7 @@ export function formatDemo(result: DemoResult): string {
     "leaves by the path shown. 'with devexit': 'closes' counts the services devexit closed before",
     "the runtime's own exit teardown. 'guard disabled': the same program with DEVEXIT_GUARD=0.",
     'Everything here is the real backend on this machine, no stand-in: whether the guard-disabled',
-    "runs crash depends on the vendor runtime's exit teardown (the CLI README says where they do).",
+    "runs crash depends on the vendor runtime's exit teardown (see @devexit/cli's README).",
   );
   return lines.join('\n');
 }
