@@ -4,7 +4,14 @@ const { existsSync } = require('node:fs');
 const { join } = require('node:path');
 const { spawnSync } = require('node:child_process');
 
-if (process.env.DEVEXIT_CPU_ADDON || existsSync(join(__dirname, 'build', 'Release', 'devexit_cpu.node'))) {
+// `npm rebuild` and npm_config_build_from_source=true ask for a fresh build.
+const rebuild =
+  process.env.npm_command === 'rebuild' || /^(1|true)$/i.test(process.env.npm_config_build_from_source ?? '');
+
+if (
+  !rebuild &&
+  (process.env.DEVEXIT_CPU_ADDON || existsSync(join(__dirname, 'build', 'Release', 'devexit_cpu.node')))
+) {
   process.exit(0);
 }
 const r = spawnSync('node-gyp', ['rebuild'], { stdio: 'inherit', shell: true });

@@ -33,22 +33,22 @@ const common = [
   ...sanitizerFlags,
 ];
 
-module.exports = {
-  /** node-addon-api with C++ exceptions: every exception becomes a JS error, and none is thrown
-   * into an environment that is shutting down (it would abort the process). */
-  defines: [
-    'NAPI_VERSION=8',
-    'NAPI_CPP_EXCEPTIONS',
-    'NODE_ADDON_API_CPP_EXCEPTIONS_ALL',
-    'NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS',
-    'NODE_ADDON_API_DISABLE_DEPRECATED',
-  ].join(' '),
-  cflags: common.join(' '),
-  cflags_cc: ['-std=c++17', '-fexceptions', ...common].join(' '),
-  /** -z nodelete: Node dlcloses addons first loaded by a Worker when it ends, while their
-   * service threads may still run. */
-  ldflags: [...(linux ? ['-Wl,-z,nodelete'] : []), '-pthread', ...sanitizerFlags].join(' '),
-  libraries: linux ? '-ldl' : '',
-  include_dirs: [require('node-addon-api').include_dir, join(__dirname, 'include')].join(' '),
-  sanitize,
-};
+/** node-addon-api with C++ exceptions: every exception becomes a JS error, and none is thrown
+ * into an environment that is shutting down (it would abort the process). */
+const defines = [
+  'NAPI_VERSION=8',
+  'NAPI_CPP_EXCEPTIONS',
+  'NODE_ADDON_API_CPP_EXCEPTIONS_ALL',
+  'NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS',
+  'NODE_ADDON_API_DISABLE_DEPRECATED',
+].join(' ');
+const cflags = common.join(' ');
+const cflags_cc = ['-std=c++17', '-fexceptions', ...common].join(' ');
+/** -z nodelete: Node dlcloses addons first loaded by a Worker when it ends, while their
+ * service threads may still run. */
+const ldflags = [...(linux ? ['-Wl,-z,nodelete'] : []), '-pthread', ...sanitizerFlags].join(' ');
+const libraries = linux ? '-ldl' : '';
+const include_dirs = [require('node-addon-api').include_dir, join(__dirname, 'include')].join(' ');
+
+// Shorthand properties only: Node can then see the names when ESM imports them.
+module.exports = { defines, cflags, cflags_cc, ldflags, libraries, include_dirs, sanitize };

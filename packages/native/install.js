@@ -4,9 +4,13 @@ const { existsSync } = require('node:fs');
 const { join } = require('node:path');
 const { spawnSync } = require('node:child_process');
 
+// `npm rebuild` and npm_config_build_from_source=true ask for a fresh build.
+const rebuild =
+  process.env.npm_command === 'rebuild' || /^(1|true)$/i.test(process.env.npm_config_build_from_source ?? '');
+
 if (
-  process.env.DEVEXIT_NATIVE_PATH ||
-  existsSync(join(__dirname, 'build', 'Release', 'devexit_native.node'))
+  !rebuild &&
+  (process.env.DEVEXIT_NATIVE_PATH || existsSync(join(__dirname, 'build', 'Release', 'devexit_native.node')))
 ) {
   process.exit(0);
 }

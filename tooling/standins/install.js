@@ -4,7 +4,11 @@ const { existsSync } = require('node:fs');
 const { join } = require('node:path');
 const { spawnSync } = require('node:child_process');
 
-if (existsSync(join(__dirname, 'build', 'Release', 'exit_fixture.node'))) {
+// `npm rebuild` and npm_config_build_from_source=true ask for a fresh build.
+const rebuild =
+  process.env.npm_command === 'rebuild' || /^(1|true)$/i.test(process.env.npm_config_build_from_source ?? '');
+
+if (!rebuild && existsSync(join(__dirname, 'build', 'Release', 'exit_fixture.node'))) {
   process.exit(0);
 }
 const r = spawnSync('node-gyp', ['rebuild'], { stdio: 'inherit', shell: true });

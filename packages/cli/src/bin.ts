@@ -1,54 +1,62 @@
 #!/usr/bin/env node
+// Nothing here loads @devexit/native or a backend before a command needs it: `--help` and
+// `doctor` work when the native addon is missing or broken.
+import { parseCommandLine } from './args.js';
 import { demo, formatDemo } from './demo.js';
 import { doctor, formatDoctor } from './doctor.js';
 
-const USAGE = `usage: devexit <command>
-
-  doctor [--json]                 platform, libc, which exit layers are armed, each backend's availability
-  demo [--runs N] [--backend B]   exit mid-work by several paths, with devexit and with the guard disabled
-`;
+const out = (text: string) => process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+const err = (text: string) => process.stderr.write(text.endsWith('\n') ? text : `${text}\n`);
 
 async function main(argv: string[]): Promise<number> {
-  const [command, ...rest] = argv;
-  if (command === 'doctor') {
-    const r = await doctor();
-    process.stdout.write(`${rest.includes('--json') ? JSON.stringify(r, null, 2) : formatDoctor(r)}\n`);
-    return 0;
-  }
-  if (command === 'demo') {
-    let runs = 3;
-    const backends: string[] = [];
-    for (let i = 0; i < rest.length; i++) {
-      const arg = rest[i];
-      const value = rest[i + 1];
-      if (arg === '--runs' && value && /^[1-9][0-9]*$/.test(value)) {
-        runs = Number(value);
-        i++;
-      } else if (arg === '--backend' && value) {
-        backends.push(value);
-        i++;
-      } else {
-        process.stderr.write(`devexit demo: bad argument ${JSON.stringify(arg)}\n${USAGE}`);
-        return 2;
+  const command = parseCommandLine(argv);
+  switch (command.kind) {
+    case 'usage-error':
+      err(`devexit${command.command ? ` ${command.command}` : ''}: ${command.message}\n\n${command.usage}`);
+      return 2;
+    case 'help':
+      out(command.text);
+      return 0;
+    case 'version':
+      out((require('../package.json') as { version: string }).version);
+      return 0;
+    case 'doctor': {
+      const report = await doctor();
+      out(command.json ? JSON.stringify(report, null, 2) : formatDoctor(report));
+      if (report.problems.length) {
+        err(`devexit doctor: ${report.problems.length} problem(s): ${report.problems.join('; ')}`);
+        return 1;
       }
+      return 0;
     }
-    const rows = await demo(backends.length ? { runs, backends } : { runs });
-    process.stdout.write(`\n${formatDemo(rows)}\n`);
-    const bad = rows.filter((r) => r.withDevexit.crashes > 0 || r.withDevexit.hangs > 0);
-    return rows.length > 0 && bad.length === 0 ? 0 : 1;
+    case 'demo': {
+      const result = await demo({ runs: command.runs, backends: command.backends, log: err });
+      out(command.json ? JSON.stringify(result, null, 2) : formatDemo(result));
+      if (!result.ok) {
+        err(
+          result.rows.length === 0
+            ? 'devexit demo: no backend could run'
+            : result.skipped.some((s) => s.requested)
+              ? `devexit demo: could not run ${result.skipped
+                  .filter((s) => s.requested)
+                  .map((s) => s.backend)
+                  .join(', ')}`
+              : 'devexit demo: some runs with devexit did not end as their exit path asks',
+        );
+        return 1;
+      }
+      return 0;
+    }
   }
-  process.stderr.write(
-    command && command !== '--help' ? `devexit: unknown command ${JSON.stringify(command)}\n${USAGE}` : USAGE,
-  );
-  return command === '--help' ? 0 : 2;
 }
 
 main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;
   },
-  (err) => {
-    process.stderr.write(`devexit: ${(err as Error).stack ?? err}\n`);
-    process.exitCode = 1;
+  (error) => {
+    // A bug in the CLI itself: the stack helps whoever reports it.
+    err(`devexit: internal error: ${(error as Error)?.stack ?? String(error)}`);
+    process.exitCode = 70;
   },
 );

@@ -1,3 +1,14 @@
-export { BACKEND_NAMES, type LoadedBackend, loadBackend } from './backends.js';
-export { DEMO_PATHS, type DemoCell, type DemoRow, demo, formatDemo } from './demo.js';
-export { type DoctorReport, doctor, formatDoctor } from './doctor.js';
+export { type Command, DEMO_USAGE, DOCTOR_USAGE, parseCommandLine, USAGE } from './args.js';
+export { BACKEND_NAMES, type LoadedBackend, loadBackend, probeBackend } from './backends.js';
+export type { ChildResult } from './child.js';
+export {
+  DEMO_PATHS,
+  type DemoCell,
+  type DemoResult,
+  type DemoRow,
+  demo,
+  describeCell,
+  formatDemo,
+  summarizeRuns,
+} from './demo.js';
+export { type BackendReport, type DoctorReport, doctor, formatDoctor, type NativeReport } from './doctor.js';

@@ -1,53 +1,99 @@
-import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { cliPackage, cliRoot, run, STACK_LINE, show } from './helpers.js';
 
-const bin = join(__dirname, '..', 'dist', 'bin.js');
-const run = (args: string[], env: Record<string, string> = {}) =>
-  spawnSync(process.execPath, [bin, ...args], {
-    encoding: 'utf8',
-    timeout: 120_000,
-    env: { ...process.env, ...env },
+describe('devexit: help, version, usage errors', () => {
+  it.each([
+    [['--help'], 'usage: devexit <command>'],
+    [['-h'], 'usage: devexit <command>'],
+    [['help'], 'usage: devexit <command>'],
+    [['doctor', '--help'], 'usage: devexit doctor [--json]'],
+    [['doctor', '-h'], 'usage: devexit doctor [--json]'],
+    [['demo', '--help'], 'usage: devexit demo [--runs N]'],
+    [['demo', '--runs', '2', '-h'], 'usage: devexit demo [--runs N]'],
+    [['help', 'demo'], 'usage: devexit demo [--runs N]'],
+  ])('%j prints help on stdout and exits 0', (args, first) => {
+    const r = run(args);
+    expect(r.status, show(r)).toBe(0);
+    expect(r.stdout.startsWith(first), show(r)).toBe(true);
+    expect(r.stderr).toBe('');
   });
 
-describe('devexit CLI', () => {
-  it('doctor says the guard is armed on the main thread and lists every backend with a reason', () => {
-    const r = run(['doctor', '--json']);
-    expect(r.status, r.stderr).toBe(0);
-    const report = JSON.parse(r.stdout);
-    expect(report.libc).toMatch(/^glibc \d+\.\d+/);
-    expect(report.guard.tls).toEqual({ armed: true, by: 'init_array' });
-    expect(report.guard.layers).toEqual({ js: true, tls: true, atexit: true });
-    expect(report.backends.map((b: { name: string }) => b.name)).toEqual(['cpu', 'cuda', 'hip', 'wgpu']);
-    expect(report.backends[0]).toMatchObject({ name: 'cpu', available: true });
-    for (const b of report.backends) {
-      if (!b.available) expect(typeof b.reason === 'string' && b.reason.length > 0).toBe(true);
+  it('--version prints the package version alone on stdout', () => {
+    const r = run(['--version']);
+    expect(r.status, show(r)).toBe(0);
+    expect(r.stdout).toBe(`${cliPackage.version}\n`);
+    expect(r.stderr).toBe('');
+  });
+
+  it.each([
+    [[], 'devexit: no command given', 'usage: devexit <command>'],
+    [['--bogus'], 'devexit: unknown option --bogus', 'usage: devexit <command>'],
+    [['-x'], 'devexit: unknown option -x', 'usage: devexit <command>'],
+    [['frobnicate'], 'devexit: unknown command "frobnicate"', 'usage: devexit <command>'],
+    [['help', 'frobnicate'], 'devexit: no help for "frobnicate"', 'usage: devexit <command>'],
+    [['doctor', '--bogus'], 'devexit doctor: unknown option --bogus', 'usage: devexit doctor'],
+    [['doctor', 'extra'], 'devexit doctor: unexpected argument "extra"', 'usage: devexit doctor'],
+    [['demo', '--bogus'], 'devexit demo: unknown option --bogus', 'usage: devexit demo'],
+    [
+      ['demo', '--backend', 'foo'],
+      'devexit demo: unknown backend "foo" (known: cpu, cuda, hip, wgpu)',
+      'usage: devexit demo',
+    ],
+    [['demo', '--backend', 'cpu,foo'], 'devexit demo: unknown backend "foo"', 'usage: devexit demo'],
+    [
+      ['demo', '--runs', 'many'],
+      'devexit demo: --runs must be an integer from 1 to 1000; got "many"',
+      'usage',
+    ],
+    [['demo', '--runs', '0'], 'devexit demo: --runs must be an integer from 1 to 1000; got "0"', 'usage'],
+    [
+      ['demo', '--runs', '1001'],
+      'devexit demo: --runs must be an integer from 1 to 1000; got "1001"',
+      'usage',
+    ],
+    [['demo', '--runs'], "devexit demo: option '--runs <value>' argument missing", 'usage'],
+  ])(
+    '%j is a usage error: exit 2, message and usage on stderr, nothing on stdout, nothing run',
+    (args, message, usage) => {
+      const r = run(args);
+      expect(r.status, show(r)).toBe(2);
+      expect(r.stderr.split('\n')[0]?.startsWith(message), show(r)).toBe(true);
+      expect(r.stderr, show(r)).toContain(usage);
+      expect(r.stdout).toBe('');
+      // No run started: the progress lines of demo never appear.
+      expect(r.stderr).not.toMatch(/run\(s\) with devexit/);
+      expect(r.stderr).not.toMatch(STACK_LINE);
+    },
+  );
+});
+
+describe('what installing @devexit/cli pulls', () => {
+  it('depends on core only; native is a peer, every backend an optional peer; no test doubles', () => {
+    expect(Object.keys(cliPackage.dependencies ?? {})).toEqual(['@devexit/core']);
+    expect(cliPackage.optionalDependencies).toBeUndefined();
+    const peers = cliPackage.peerDependencies ?? {};
+    expect(Object.keys(peers).sort()).toEqual([
+      '@devexit/cpu',
+      '@devexit/hip',
+      '@devexit/native',
+      '@devexit/wgpu',
+    ]);
+    for (const b of ['@devexit/cpu', '@devexit/hip', '@devexit/wgpu']) {
+      expect(cliPackage.peerDependenciesMeta?.[b]?.optional, b).toBe(true);
     }
-    expect(report.backends[1]).toEqual({ name: 'cuda', available: false, reason: 'not installed' });
+    expect(cliPackage.peerDependenciesMeta?.['@devexit/native']).toBeUndefined();
   });
 
-  it('doctor (text) shows DEVEXIT_GUARD=0 as layers off', () => {
-    const r = run(['doctor'], { DEVEXIT_GUARD: '0' });
-    expect(r.status, r.stderr).toBe(0);
-    expect(r.stdout).toContain('exit layers  js OFF, main-thread guard OFF, atexit OFF');
-    expect(r.stdout).toMatch(/cpu {3}available: \d+ device/);
-  });
-
-  it('demo on cpu: clean exits with devexit, the stand-in crash with the guard disabled', () => {
-    const r = run(['demo', '--runs', '2', '--backend', 'cpu']);
-    expect(r.status, r.stdout + r.stderr).toBe(0);
-    const rows = r.stdout.split('\n').filter((l) => l.startsWith('cpu '));
-    expect(rows).toHaveLength(4);
-    for (const row of rows) {
-      expect(row).toMatch(/clean: (exit \d+), 2 closes/);
-      expect(row).toMatch(/CRASH [12]\/2/);
-    }
-  });
-
-  it('rejects bad arguments with usage', () => {
-    const r = run(['demo', '--runs', 'many']);
-    expect(r.status).toBe(2);
-    expect(r.stderr).toContain('bad argument "--runs"');
-    expect(run(['frobnicate']).status).toBe(2);
+  it('the published files load neither @devexit/testkit nor @devexit/standins', () => {
+    const files = [
+      ...readdirSync(join(cliRoot, 'dist'))
+        .filter((f) => f.endsWith('.js'))
+        .map((f) => join(cliRoot, 'dist', f)),
+      ...readdirSync(join(cliRoot, 'fixtures')).map((f) => join(cliRoot, 'fixtures', f)),
+    ];
+    expect(files.length).toBeGreaterThan(3);
+    for (const f of files) expect(readFileSync(f, 'utf8'), f).not.toMatch(/@devexit\/(testkit|standins)/);
   });
 });

@@ -607,4 +607,3 @@ class HipBackend implements Backend {
 
 /** The HIP backend. */
 export const backend: Backend = new HipBackend();
-export default backend;

@@ -1,5 +1,7 @@
 /** Loading Dawn (npm `webgpu`), keeping its instances alive, and finding an adapter. */
 
+import { isMainThread } from 'node:worker_threads';
+
 export interface DawnModule {
   create(flags: string[]): GPU;
   globals: Record<string, unknown>;
@@ -18,6 +20,8 @@ export interface AdapterChoice {
 
 export interface Discovery {
   choice: AdapterChoice | undefined;
+  /** The backend, feature level and platform picked, for probe()'s details. */
+  summary: string;
   /** One line per attempt, for probe(). */
   tried: string[];
   version: string;
@@ -97,6 +101,25 @@ function describeVulkan(env: NodeJS.ProcessEnv): string {
   return icd ? `VK_ICD_FILENAMES=${icd}` : 'the Vulkan loader default ICDs (/usr/share/vulkan/icd.d)';
 }
 
+const headless = (env: NodeJS.ProcessEnv) => !env.DISPLAY && !env.WAYLAND_DISPLAY;
+
+// Mesa's EGL reads EGL_PLATFORM with getenv() and, on a machine without a display, finds no
+// platform unless it is told "surfaceless". Only the main thread can tell it: a Worker's
+// process.env is a copy (unless the Worker was made with SHARE_ENV), and writing it changes
+// nothing EGL sees.
+const EGL_FROM_WORKER =
+  'a Worker cannot set EGL_PLATFORM for EGL (its process.env is a copy): start node with ' +
+  'EGL_PLATFORM=surfaceless, or load @devexit/wgpu on the main thread first (it sets it there; ' +
+  '`node -r @devexit/wgpu/register`)';
+
+/**
+ * On the main thread of a headless machine, sets EGL_PLATFORM=surfaceless unless it is set, so that
+ * Dawn's OpenGL ES backend finds Mesa's EGL in this thread and in every Worker started later.
+ */
+export function presetEglPlatform(env: NodeJS.ProcessEnv = process.env): void {
+  if (isMainThread && env.EGL_PLATFORM === undefined && headless(env)) env.EGL_PLATFORM = 'surfaceless';
+}
+
 /**
  * Tries Vulkan, then Dawn's OpenGL ES backend (feature level compatibility, EGL surfaceless),
  * unless DEVEXIT_WGPU_BACKEND or DEVEXIT_WGPU_FLAGS pick one. Never throws.
@@ -104,25 +127,32 @@ function describeVulkan(env: NodeJS.ProcessEnv): string {
 export async function discover(env: NodeJS.ProcessEnv = process.env): Promise<Discovery> {
   const loaded = loadDawn();
   if (!loaded.dawn)
-    return { choice: undefined, tried: [loaded.error ?? 'webgpu failed to load'], version: dawnVersion };
+    return {
+      choice: undefined,
+      summary: 'no adapter',
+      tried: [loaded.error ?? 'webgpu failed to load'],
+      version: dawnVersion,
+    };
   const tried: string[] = [];
   for (const a of attempts(env)) {
-    if (a.backend === 'opengles' && env.EGL_PLATFORM === undefined) {
-      // No display on a headless machine: Mesa's EGL needs to be told.
-      process.env.EGL_PLATFORM = 'surfaceless';
+    // Set before the attempt, for this thread; a Worker's write is only noted (see above).
+    const eglUnsetInWorker = a.backend === 'opengles' && !isMainThread && env.EGL_PLATFORM === undefined;
+    if (a.backend === 'opengles' && env.EGL_PLATFORM === undefined && isMainThread) {
+      env.EGL_PLATFORM = 'surfaceless';
     }
     const where =
       a.backend === 'vulkan'
         ? `Vulkan (${describeVulkan(env)})`
         : a.backend === 'opengles'
-          ? `OpenGL ES (EGL_PLATFORM=${process.env.EGL_PLATFORM}, featureLevel compatibility)`
+          ? `OpenGL ES (EGL_PLATFORM=${env.EGL_PLATFORM ?? 'unset'}${isMainThread ? '' : ' in a Worker'}, featureLevel compatibility)`
           : `Dawn flags ${a.flags.join(',')}`;
     try {
       const gpu = loaded.dawn.create(a.flags);
       keep(gpu);
       const adapter = await gpu.requestAdapter({ featureLevel: a.featureLevel } as GPURequestAdapterOptions);
       if (!adapter) {
-        tried.push(`${where}: no adapter (driver missing or rejected by Dawn)`);
+        const hint = eglUnsetInWorker && headless(env) ? `; ${EGL_FROM_WORKER}` : '';
+        tried.push(`${where}: no adapter (driver missing or rejected by Dawn)${hint}`);
         continue;
       }
       keep(adapter);
@@ -137,6 +167,7 @@ export async function discover(env: NodeJS.ProcessEnv = process.env): Promise<Di
           featureLevel: a.featureLevel,
           description,
         },
+        summary: summaryOf(a, env),
         tried: [...tried, `${where}: ${description}`],
         version: dawnVersion,
       };
@@ -144,7 +175,12 @@ export async function discover(env: NodeJS.ProcessEnv = process.env): Promise<Di
       tried.push(`${where}: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`);
     }
   }
-  return { choice: undefined, tried, version: dawnVersion };
+  return { choice: undefined, summary: 'no adapter', tried, version: dawnVersion };
+}
+
+function summaryOf(a: Attempt, env: NodeJS.ProcessEnv): string {
+  const egl = a.backend === 'opengles' ? `, EGL_PLATFORM=${env.EGL_PLATFORM ?? 'unset'}` : '';
+  return `Dawn backend ${a.backend} (feature level ${a.featureLevel}${egl}${isMainThread ? '' : ', from a Worker'})`;
 }
 
 export function dawnPackageVersion(): string {

@@ -1,3 +1,5 @@
+// Consumers need WebGPU's global types (GPUDevice, ...) for this package's declarations.
+/// <reference types="@webgpu/types" preserve="true" />
 // The process-wide registry first: device types and exit layers shared with the other backends.
 
 import { BackendBase } from '@devexit/backend';
@@ -12,7 +14,7 @@ import {
   unavailableError,
 } from '@devexit/core';
 import { guardState } from '@devexit/native';
-import { type Discovery, discover, loadDawn } from './dawn.js';
+import { type Discovery, discover, loadDawn, presetEglPlatform } from './dawn.js';
 import { type CloseMode, WgpuDevice } from './device.js';
 import { exitState } from './state.js';
 import { installTracking } from './tracking.js';
@@ -98,6 +100,7 @@ configureWorkers({
 {
   const loaded = loadDawn();
   if (loaded.dawn) installTracking(loaded.dawn.globals);
+  presetEglPlatform();
   if (guardOn()) armMain();
 }
 
@@ -151,7 +154,7 @@ const wgpu = new BackendBase<WgpuDevice>({
         available: true,
         devices: 1,
         versions: { webgpu: found.version, backend: found.choice.backend },
-        details: found.tried.join('; '),
+        details: `${found.summary}; tried ${found.tried.join('; ')}`,
       };
     } catch (err) {
       return { available: false, reason: err instanceof Error ? err.message : String(err) };

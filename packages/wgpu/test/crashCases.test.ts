@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { type ChildResult, crashed, outcomes, runMany, summary } from '@devexit/testkit';
 import { describe, expect, it } from 'vitest';
-import { unavailable } from './probe.js';
+import { dawnBackend, GLES_NO_TERMINATE_CRASH, unavailable, withoutDevexitEnv } from './probe.js';
 
 // The three Dawn crash cases of the issue, on real Dawn: 20 runs each with devexit, and a control
 // each that runs the same work without devexit's handling and must crash.
@@ -19,13 +19,21 @@ function figure(label: string, results: ChildResult[]): void {
   console.log(`${label}: crashed ${bad}/${results.length} ${JSON.stringify(outcomes(results))}`);
 }
 
+if (dawnBackend === 'opengles') {
+  // The reporter does not print skip notes: say it once here.
+  console.warn(`case 3 controls are skipped: ${GLES_NO_TERMINATE_CRASH}`);
+}
+
 describe.skipIf(unavailable)('Dawn crash cases', () => {
   describe('1: the script ends with onSubmittedWorkDone pending', () => {
     const opts = (mode: string) => ({
       script: fixture('endPending.cjs'),
-      args: [mode],
+      // The raw control asks Dawn for the backend the probe picked, as the app would have to.
+      args: [mode, dawnBackend ?? 'default'],
+      env: mode === 'raw' ? withoutDevexitEnv : {},
       nodeArgs: ['--expose-gc'],
-      timeoutMs: TIMEOUT_MS,
+      // Raw Dawn sometimes hangs instead of crashing (OpenGL ES); a normal run takes under 2 s.
+      timeoutMs: mode === 'raw' ? 10_000 : TIMEOUT_MS,
     });
 
     it(`with devexit: exit 0, the work finishes, the queue closes once (${RUNS} runs)`, async () => {
@@ -54,7 +62,7 @@ describe.skipIf(unavailable)('Dawn crash cases', () => {
   describe('2: process.exit() in a Worker with work pending', () => {
     const opts = (env: Record<string, string> = {}) => ({
       script: fixture('workerExit.cjs'),
-      env,
+      env: { ...withoutDevexitEnv, ...env },
       timeoutMs: TIMEOUT_MS,
     });
 
@@ -117,16 +125,18 @@ describe.skipIf(unavailable)('Dawn crash cases', () => {
       expectClean(results);
     });
 
-    it('control: DEVEXIT_GUARD=0 (terminate at once) aborts', async () => {
+    it('control: DEVEXIT_GUARD=0 (terminate at once) aborts', async (ctx) => {
+      ctx.skip(dawnBackend === 'opengles', GLES_NO_TERMINATE_CRASH);
       const results = await runMany(CONTROL_RUNS, opts('patched', { DEVEXIT_GUARD: '0' }));
       figure('case 3 control (DEVEXIT_GUARD=0)', results);
       expect(results.filter((r) => crashed(r)).length).toBeGreaterThan(0);
     });
 
-    it('measured limit: with nothing of devexit on the main thread, terminate() still aborts', async () => {
+    it('measured limit: with nothing of devexit on the main thread, terminate() still aborts', async (ctx) => {
+      ctx.skip(dawnBackend === 'opengles', GLES_NO_TERMINATE_CRASH);
       // Dawn aborts inside the Worker's environment teardown, where no JS runs: only the thread
       // that calls terminate() can ask the Worker to settle first. The README says so.
-      const results = await runMany(CONTROL_RUNS, opts('plain'));
+      const results = await runMany(CONTROL_RUNS, opts('plain', withoutDevexitEnv));
       figure('case 3 without main-thread devexit', results);
       expect(results.filter((r) => crashed(r)).length).toBeGreaterThan(0);
     });

@@ -35,3 +35,23 @@ if (!probe.available && (process.env.DEVEXIT_REQUIRE_BACKENDS ?? '').split(',').
 if (!probe.available) {
   console.warn(`@devexit/wgpu tests that need a WebGPU adapter are skipped: ${probe.reason}`);
 }
+
+/** The Dawn backend the probe picked ('vulkan', 'opengles'), as probe() reports it. */
+export const dawnBackend: string | undefined = probe.available ? probe.versions.backend : undefined;
+
+/**
+ * Where Dawn's only adapter is OpenGL ES, some Vulkan-only crashes do not happen (measured with
+ * webgpu 0.6.2 on Mesa 25 llvmpipe, 2 cores): worker.terminate() during submits did not abort in
+ * 0 of 20 runs, and a busy Worker at main's exit aborted in 3 of 10 (6 of 6 on lavapipe).
+ */
+export const GLES_NO_TERMINATE_CRASH =
+  `probe(): Dawn backend ${dawnBackend} — Dawn's OpenGL ES backend does not abort on worker.terminate() ` +
+  'during submits (0/20 measured), so there is no crash for this control to show';
+
+/**
+ * Env for children whose main thread never loads @devexit/wgpu (raw Dawn, Worker-only apps): on
+ * OpenGL ES nothing sets EGL_PLATFORM for them (a Worker cannot: the README tells such apps to set
+ * it), so the test sets it as such an app would.
+ */
+export const withoutDevexitEnv: Record<string, string> =
+  dawnBackend === 'opengles' && process.env.EGL_PLATFORM === undefined ? { EGL_PLATFORM: 'surfaceless' } : {};

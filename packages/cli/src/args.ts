@@ -1,0 +1,170 @@
+import { parseArgs } from 'node:util';
+import { BACKEND_NAMES } from './backends.js';
+
+export const USAGE = `usage: devexit <command> [options]
+
+commands:
+  doctor    the platform, which exit layers are armed, each backend's availability
+  demo      exit mid-work by four paths, with devexit and with the guard disabled
+  help      this text, or a command's (devexit help demo)
+
+options:
+  -h, --help     show help (also after a command: devexit demo --help)
+  --version      print the version of @devexit/cli
+`;
+
+export const DOCTOR_USAGE = `usage: devexit doctor [--json]
+
+Prints the platform and libc, whether @devexit/native loads, which exit layers are enabled and
+armed, the close deadline, and for each backend (${BACKEND_NAMES.join(', ')}) whether it is installed
+and available here, with the reason when it is not.
+
+options:
+  --json         the report as JSON on stdout
+  -h, --help     show this help
+
+Exit status: 0 when nothing is wrong; 1 when @devexit/native is missing or fails to load, or a
+backend named in DEVEXIT_REQUIRE_BACKENDS (comma-separated) is unavailable; 2 on bad usage.
+`;
+
+export const DEMO_USAGE = `usage: devexit demo [--runs N] [--backend NAME]... [--json]
+
+For each installed and available backend, runs child processes that keep device 0 busy and exit
+mid-work by four paths (natural end, process.exit(), an uncaught exception, a SIGINT handler),
+each with devexit and with the guard disabled (DEVEXIT_GUARD=0), and tabulates how they ended.
+Progress goes to stderr, the table (or JSON) to stdout.
+
+options:
+  --runs N          runs per path and mode, 1 to 1000 (default 3)
+  --backend NAME    ${BACKEND_NAMES.join(', ')}; repeat or separate with commas (default: every installed one)
+  --json            the results as JSON on stdout
+  -h, --help        show this help
+
+Exit status: 0 when every run with devexit ended as its path asks (no crash, no hang); 1 when one
+did not, no backend could run, or a backend named with --backend could not; 2 on bad usage.
+`;
+
+export type Command =
+  | { kind: 'help'; text: string }
+  | { kind: 'version' }
+  | { kind: 'usage-error'; command?: string; message: string; usage: string }
+  | { kind: 'doctor'; json: boolean }
+  | { kind: 'demo'; json: boolean; runs: number; backends: string[] | undefined };
+
+const HELP = { help: { type: 'boolean', short: 'h' } } as const;
+const USAGES: Record<string, string> = { doctor: DOCTOR_USAGE, demo: DEMO_USAGE };
+
+/** Rewords node:util parseArgs errors (which suggest '--' for unknown options) in our terms. */
+function parseError(err: unknown): string {
+  const e = err as { code?: string; message?: string };
+  const quoted = /'([^']+)'/.exec(e.message ?? '')?.[1];
+  switch (e.code) {
+    case 'ERR_PARSE_ARGS_UNKNOWN_OPTION':
+      return `unknown option ${quoted ?? ''}`.trim();
+    case 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL':
+      return `unexpected argument ${JSON.stringify(quoted ?? '')}`;
+    case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE':
+      return (e.message ?? 'invalid option value').replace(/^Option /, 'option ');
+    default:
+      throw err;
+  }
+}
+
+/** Parses `devexit …` arguments (without node and the script). Never throws for user input. */
+export function parseCommandLine(argv: string[]): Command {
+  const at = argv.findIndex((a) => !a.startsWith('-'));
+  const globalArgs = at < 0 ? argv : argv.slice(0, at);
+  const command = at < 0 ? undefined : argv[at];
+  const rest = at < 0 ? [] : argv.slice(at + 1);
+
+  let global: { help?: boolean; version?: boolean };
+  try {
+    global = parseArgs({
+      args: globalArgs,
+      options: { ...HELP, version: { type: 'boolean' } },
+      strict: true,
+    }).values;
+  } catch (err) {
+    return { kind: 'usage-error', message: parseError(err), usage: USAGE };
+  }
+  if (global.help) return { kind: 'help', text: USAGE };
+  if (global.version) return { kind: 'version' };
+  if (command === undefined) return { kind: 'usage-error', message: 'no command given', usage: USAGE };
+
+  const result = parseCommand(command, rest);
+  // Errors inside a known command name it: "devexit demo: unknown backend …".
+  if (result.kind === 'usage-error' && USAGES[command]) return { ...result, command };
+  return result;
+}
+
+function parseCommand(command: string, rest: string[]): Command {
+  try {
+    switch (command) {
+      case 'help': {
+        const { positionals } = parseArgs({
+          args: rest,
+          options: HELP,
+          allowPositionals: true,
+          strict: true,
+        });
+        const topic = positionals[0];
+        if (positionals.length > 1 || (topic !== undefined && !USAGES[topic])) {
+          return {
+            kind: 'usage-error',
+            message: `no help for ${JSON.stringify(positionals.join(' '))}`,
+            usage: USAGE,
+          };
+        }
+        return { kind: 'help', text: topic ? (USAGES[topic] ?? USAGE) : USAGE };
+      }
+      case 'doctor': {
+        const { values } = parseArgs({
+          args: rest,
+          options: { ...HELP, json: { type: 'boolean' } },
+          strict: true,
+        });
+        if (values.help) return { kind: 'help', text: DOCTOR_USAGE };
+        return { kind: 'doctor', json: values.json === true };
+      }
+      case 'demo':
+        return parseDemo(rest);
+      default:
+        return { kind: 'usage-error', message: `unknown command ${JSON.stringify(command)}`, usage: USAGE };
+    }
+  } catch (err) {
+    return { kind: 'usage-error', message: parseError(err), usage: USAGES[command] ?? USAGE };
+  }
+}
+
+function parseDemo(args: string[]): Command {
+  const { values } = parseArgs({
+    args,
+    options: {
+      ...HELP,
+      json: { type: 'boolean' },
+      runs: { type: 'string' },
+      backend: { type: 'string', multiple: true },
+    },
+    strict: true,
+  });
+  if (values.help) return { kind: 'help', text: DEMO_USAGE };
+  const bad = (message: string): Command => ({ kind: 'usage-error', message, usage: DEMO_USAGE });
+  let runs = 3;
+  if (values.runs !== undefined) {
+    if (!/^[1-9][0-9]{0,3}$/.test(values.runs) || Number(values.runs) > 1000) {
+      return bad(`--runs must be an integer from 1 to 1000; got ${JSON.stringify(values.runs)}`);
+    }
+    runs = Number(values.runs);
+  }
+  let backends: string[] | undefined;
+  if (values.backend) {
+    backends = [];
+    for (const name of values.backend.flatMap((b) => b.split(',')).map((b) => b.trim())) {
+      if (!(BACKEND_NAMES as readonly string[]).includes(name)) {
+        return bad(`unknown backend ${JSON.stringify(name)} (known: ${BACKEND_NAMES.join(', ')})`);
+      }
+      if (!backends.includes(name)) backends.push(name);
+    }
+  }
+  return { kind: 'demo', json: values.json === true, runs, backends };
+}

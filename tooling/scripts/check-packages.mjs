@@ -1,0 +1,119 @@
+// `pnpm check:packages`: packs every publishable workspace package as pnpm publishes it (workspace:
+// ranges replaced) and checks the tarball: publint --strict and arethetypeswrong report nothing,
+// LICENSE (the root one) and README.md are in it, no source map, no workspace: range left.
+// Run after a build. Exit 1 on any finding.
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const bin = (name) => join(root, 'node_modules', '.bin', name);
+const rootPackage = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+const license = readFileSync(join(root, 'LICENSE'), 'utf8');
+
+// The pnpm running this script (pnpm sets npm_execpath), else the pinned one through npx.
+const pnpm = process.env.npm_config_user_agent?.startsWith('pnpm/')
+  ? [process.env.npm_execpath]
+  : ['npx', '-y', rootPackage.packageManager];
+
+function run(argv, cwd) {
+  const r = spawnSync(argv[0], argv.slice(1), {
+    cwd,
+    encoding: 'utf8',
+    env: { ...process.env, FORCE_COLOR: '0' },
+  });
+  return { code: r.status ?? 1, out: `${r.stdout ?? ''}${r.stderr ?? ''}`.trim() };
+}
+
+function publishable() {
+  const dirs = [];
+  for (const parent of ['packages', 'tooling']) {
+    for (const name of readdirSync(join(root, parent)).sort()) {
+      const dir = join(root, parent, name);
+      let pkg;
+      try {
+        pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+      } catch {
+        continue;
+      }
+      if (!pkg.private) dirs.push({ dir, pkg });
+    }
+  }
+  return dirs;
+}
+
+function checkTarball(tgz, dir, pkg) {
+  const problems = [];
+  const listing = run(['tar', '-tzf', tgz]);
+  if (listing.code !== 0) return [`cannot list ${tgz}: ${listing.out}`];
+  const files = listing.out.split('\n').map((f) => f.replace(/^package\//, ''));
+  for (const needed of ['package.json', 'LICENSE', 'README.md']) {
+    if (!files.includes(needed)) problems.push(`${needed} is not in the tarball`);
+  }
+  const maps = files.filter((f) => f.endsWith('.map'));
+  if (maps.length) problems.push(`source maps in the tarball (rebuild from clean): ${maps.join(', ')}`);
+  const packedLicense = run(['tar', '-xzOf', tgz, 'package/LICENSE']);
+  if (packedLicense.code === 0 && packedLicense.out !== license.trim()) {
+    problems.push(`${relative(root, dir)}/LICENSE differs from the root LICENSE`);
+  }
+  const packed = JSON.parse(run(['tar', '-xzOf', tgz, 'package/package.json']).out);
+  for (const field of ['dependencies', 'peerDependencies', 'optionalDependencies']) {
+    for (const [name, range] of Object.entries(packed[field] ?? {})) {
+      if (String(range).startsWith('workspace:')) problems.push(`${field}.${name} is still ${range}`);
+    }
+  }
+  const expectedDirectory = relative(root, dir);
+  if (packed.repository?.directory !== expectedDirectory) {
+    problems.push(`repository.directory is ${packed.repository?.directory}, expected ${expectedDirectory}`);
+  }
+  for (const field of ['license', 'type', 'engines']) {
+    if (!packed[field]) problems.push(`no "${field}" field`);
+  }
+
+  const publint = run([bin('publint'), 'run', tgz, '--strict']);
+  if (publint.code !== 0 || !publint.out.includes('All good!'))
+    problems.push(`publint --strict:\n${publint.out}`);
+
+  // Every resolution mode (node10, node16 from CJS and from ESM, bundler), except for ESM-only
+  // packages, which are not meant for require().
+  const profile = pkg.type === 'module' ? 'esm-only' : 'strict';
+  const attw = run([bin('attw'), tgz, '--profile', profile, '--format', 'ascii', '--no-emoji']);
+  const clean = profile === 'strict' ? attw.out.includes('No problems found') : attw.code === 0;
+  if (attw.code !== 0 || !clean) {
+    problems.push(`arethetypeswrong (--profile ${profile}):\n${attw.out}`);
+  }
+  return problems;
+}
+
+const out = mkdtempSync(join(tmpdir(), 'devexit-packs-'));
+let failed = 0;
+try {
+  for (const { dir, pkg } of publishable()) {
+    const packed = run([...pnpm, 'pack', '--pack-destination', out], dir);
+    const tgz = readdirSync(out).find((f) => f.startsWith(`${pkg.name.replace('@', '').replace('/', '-')}-`));
+    if (packed.code !== 0 || !tgz) {
+      failed++;
+      console.log(`FAIL ${pkg.name}: pack failed\n${packed.out}`);
+      continue;
+    }
+    const problems = checkTarball(join(out, tgz), dir, pkg);
+    rmSync(join(out, tgz));
+    if (problems.length) {
+      failed++;
+      console.log(`FAIL ${pkg.name}@${pkg.version}\n  ${problems.join('\n  ')}`);
+    } else {
+      const profile = pkg.type === 'module' ? 'esm-only' : 'strict';
+      console.log(
+        `ok   ${pkg.name}@${pkg.version}: publint --strict, attw --profile ${profile}, LICENSE, README, no maps`,
+      );
+    }
+  }
+} finally {
+  rmSync(out, { recursive: true, force: true });
+}
+if (failed) {
+  console.log(`${failed} package(s) with findings`);
+  process.exit(1);
+}
