@@ -73,7 +73,7 @@ cpSync(root, work, {
 const env = { ...process.env, DEVEXIT_SANITIZE: mode };
 for (const dir of ADDONS) {
   const at = join(work, dir);
-  if (!existsSync(join(at, 'binding.gyp'))) continue;
+  if (!existsSync(join(at, 'build-from-source.gyp'))) continue;
   process.stdout.write(`sanitize ${mode}: building ${dir}\n`);
   const r = spawnSync(process.execPath, [join(work, 'tooling', 'scripts', 'gyp.mjs')], {
     cwd: at,

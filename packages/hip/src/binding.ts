@@ -1,5 +1,5 @@
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { loadAddon } from '@devexit/backend/loader';
 
 /** Opaque handle of a native device (its queue service). */
 export type NativeDevice = { readonly __nativeDevice: unique symbol };
@@ -85,19 +85,23 @@ let cached: HipBinding | undefined;
 let failure: string | undefined;
 
 /**
- * Loads devexit_hip.node (DEVEXIT_HIP_ADDON, else this package's build/Release). @devexit/native
- * is loaded first: the addon finds the registry through it. Returns undefined, with the reason
- * in loadFailure(), when the addon is not built.
+ * Loads devexit_hip.node through the one devexit loader (DEVEXIT_HIP_ADDON, a local build, the
+ * prebuild in @devexit/hip-<platform>). @devexit/native is loaded first: the addon finds the
+ * registry through it. Returns undefined, with the loader's reason in loadFailure(), when the
+ * addon does not load.
  */
 export function loadBinding(): HipBinding | undefined {
   if (cached || failure) return cached;
   require('@devexit/native');
-  const path = process.env.DEVEXIT_HIP_ADDON || join(__dirname, '..', 'build', 'Release', 'devexit_hip.node');
-  if (!existsSync(path)) {
-    failure = `the addon ${path} is not built (run the package's build:native script: node-gyp, python3, make, a C++17 compiler)`;
-    return undefined;
+  try {
+    cached = loadAddon<HipBinding>({
+      name: 'devexit_hip',
+      packageDir: join(__dirname, '..'),
+      envVar: 'DEVEXIT_HIP_ADDON',
+    });
+  } catch (err) {
+    failure = (err as Error).message;
   }
-  cached = require(path) as HipBinding;
   return cached;
 }
 
