@@ -55,7 +55,7 @@ export function detectLibc(): Libc {
  * linux-arm64-gnu, linux-x64-musl, linux-arm64-musl, darwin-x64, darwin-arm64, win32-x64-msvc.
  */
 export function platformTag(
-  platform: NodeJS.Platform = process.platform,
+  platform: string = process.platform,
   arch: string = process.arch,
   libc?: Libc,
 ): string {
