@@ -120,11 +120,21 @@ function syncPlan() {
   return out;
 }
 
+function sameJson(a, b) {
+  try {
+    return JSON.stringify(JSON.parse(a)) === JSON.stringify(JSON.parse(b));
+  } catch {
+    return false;
+  }
+}
+
 function sync(write) {
   const changed = [];
   for (const [file, content] of syncPlan()) {
     const now = existsSync(file) ? readFileSync(file, 'utf8') : undefined;
     if (now === content) continue;
+    // JSON is compared as data: biome may format it its own way.
+    if (now !== undefined && file.endsWith('.json') && sameJson(now, content)) continue;
     changed.push(relative(root, file));
     if (write) {
       mkdirSync(dirname(file), { recursive: true });

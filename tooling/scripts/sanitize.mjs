@@ -115,12 +115,13 @@ for (const [dir, args] of SUITES[mode]) {
   });
   const out = `${r.stdout}${r.stderr}`;
   process.stdout.write(
-    out
+    `${out
       .split('\n')
       .filter((l) => / Tests | Test Files |FAIL|✗|×/.test(l))
-      .join('\n') + '\n',
+      .join('\n')}\n`,
   );
   const reports = out.split('\n').filter((l) => REPORT.test(l));
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: vitest's ANSI colour codes start with ESC.
   const tests = /Tests\s+(.*)/.exec(out.replace(/\x1b\[[0-9;]*m/g, ''))?.[1]?.trim() ?? 'no summary';
   summary.push(`${dir}: ${tests}; sanitizer reports: ${reports.length}`);
   if (r.status !== 0 || reports.length > 0) {
