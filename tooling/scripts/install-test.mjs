@@ -4,16 +4,17 @@
 //
 // Packs every publishable package (the platform packages with their prebuilt addons staged),
 // then, in fresh projects outside the workspace, with a HOME whose .npmrc is empty (no nodedir)
-// and a PATH that holds node, npm, npx and pnpm but no cc, gcc, g++, c++, make or python3,
-// installs (a) @devexit/core + native + cpu, (b) + wgpu, (c) + hip, each @devexit/* package from
-// its tarball (overrides) and the rest (webgpu, typescript, @types/node) from the registry.
-// After each step: no install script of ours ran (npm shows every script it runs with
-// --foreground-scripts; pnpm reports ignored builds), nothing was built (no build/ directory,
-// no binding.gyp), the prebuilt addons came from the platform packages, a CommonJS app and an
-// ESM app launch a kernel and exit 0 (and print the wgpu/hip probes), and a strict TypeScript
+// and a PATH that holds node, npm, npx, pnpm and sh but no cc, gcc, g++, c++, make or python3,
+// installs (a) @devexit/core + native + cpu, (b) + wgpu, (c) + hip, (d) + cli, each @devexit/*
+// package from its tarball (overrides), the rest (webgpu, typescript, @types/node) from the
+// registry. After each step: no install script of ours ran (npm shows every script it runs with
+// --foreground-scripts; pnpm reports ignored builds), nothing was built (no build/ directory, no
+// binding.gyp), the prebuilt addons came from the platform packages, a CommonJS app and an ESM
+// app launch a kernel and exit 0 (and print the wgpu/hip probes), and a strict TypeScript
 // consumer (skipLibCheck false) compiles with NodeNext and with bundler resolution, and its
 // NodeNext build runs. Step (a) also runs `npm rebuild` / `pnpm rebuild` and `devexit-build`
-// (which must refuse cleanly: no compiler). Prints a table; exit 1 on any failure.
+// (which must refuse cleanly: no compiler); step (d) runs `devexit doctor --json`. Prints a
+// table; exit 1 on any failure.
 //
 //   node tooling/scripts/install-test.mjs [--pm npm|pnpm] [--keep] [--no-build]
 import { spawn, spawnSync } from 'node:child_process';
@@ -58,6 +59,8 @@ const STEPS = [
   },
   { id: 'b', label: '+ wgpu', add: ['@devexit/wgpu'], ts: ['wgpu.ts'] },
   { id: 'c', label: '+ hip', add: ['@devexit/hip'], ts: ['hip.ts'] },
+  // The CLI beside them: doctor finds every backend through its optional peers.
+  { id: 'd', label: '+ cli', add: ['@devexit/cli'], ts: [], doctor: true },
 ];
 
 function run(argv, { cwd, env, timeout = 300_000 } = {}) {
@@ -387,6 +390,25 @@ async function tsChecks(row, project, files) {
   check(row, 'ts run', problems.length === 0, problems.join('; '));
 }
 
+function doctorCheck(row, pm, project) {
+  const argv = pm === 'npm' ? ['npx', '--no-install', 'devexit'] : ['pnpm', 'exec', 'devexit'];
+  const r = run([...argv, 'doctor', '--json'], { cwd: project, env, timeout: 120_000 });
+  let report;
+  try {
+    report = JSON.parse(r.stdout);
+  } catch {}
+  const problems = [];
+  if (r.code !== 0) problems.push(`exit ${r.code}`);
+  if (report?.native?.loaded !== true) problems.push(`native ${JSON.stringify(report?.native)}`);
+  const byName = Object.fromEntries((report?.backends ?? []).map((b) => [b.name, b]));
+  if (byName.cpu?.available !== true) problems.push(`cpu ${JSON.stringify(byName.cpu)}`);
+  for (const name of ['wgpu', 'hip']) {
+    if (byName[name]?.installed !== true)
+      problems.push(`${name} not found by the CLI: ${JSON.stringify(byName[name])}`);
+  }
+  check(row, 'doctor', problems.length === 0, `${problems.join('; ')}\n${r.out.slice(-2000)}`);
+}
+
 function writeProject(pm, project, deps, withWgpu) {
   const file = (name) => `file:${tarballs[name]}`;
   const overrides = Object.fromEntries(Object.keys(tarballs).map((n) => [n, file(n)]));
@@ -472,8 +494,11 @@ for (const pm of managers) {
       );
       staticChecks(row, project, deps);
     }
-    appChecks(row, project, deps);
-    await tsChecks(row, project, [...tsFiles]);
+    if (step.doctor) doctorCheck(row, pm, project);
+    else {
+      appChecks(row, project, deps);
+      await tsChecks(row, project, [...tsFiles]);
+    }
     row.seconds = seconds(t0);
   }
 }
