@@ -28,7 +28,10 @@ export function checkName(value: unknown, argument: string): string {
 
 /** How a bad argument is named in a TypeError: strings quoted, objects by kind, not by content. */
 export function describe(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'string')
+    return value.length > 80
+      ? `${JSON.stringify(value.slice(0, 80))}… (${value.length} characters)`
+      : JSON.stringify(value);
   if (typeof value === 'function') return 'a function';
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
