@@ -76,7 +76,7 @@ describe('the one validator', () => {
       ['y', 64],
       ['small', 8],
     ]);
-    const check = (args: unknown[]) =>
+    const check = (args: unknown) =>
       code(() =>
         checkLaunchArgs(args, {
           kernelName: 'saxpy_f32',
