@@ -152,7 +152,8 @@ export class Completions {
     if (this.#waiting.size === 0) this.#addon.setRef(false);
     if (status === Status.ok) w.resolve({ data, value });
     // Dropped by a close: the device closed, whether or not the process is exiting.
-    else if (status === Status.closed && w.where.device) w.reject(deviceClosedError(w.where.device, w.where.what));
+    else if (status === Status.closed && w.where.device)
+      w.reject(deviceClosedError(w.where.device, w.where.what));
     else w.reject(statusError(status, w.where, error, errorName));
   };
 }

@@ -34,4 +34,5 @@ export {
   checkU32,
   type LaunchCheck,
   type Scalar,
+  setVendorErrorProperty,
 } from './validate.js';
