@@ -22,8 +22,9 @@ export const STANDIN_KERNELS: readonly string[] = [
 ];
 
 /**
- * The NVRTC exit-race control fixture (a Node addon): arm() registers an atexit handler that
- * stops and joins a compile loop, before NVRTC loads; start(nvrtcPath) starts the loop.
+ * The exit-race control fixture (a Node addon): arm() registers an atexit handler that stops and
+ * joins an NVRTC compile loop, before NVRTC loads; start(nvrtcPath) starts the loop; linger(ms)
+ * registers an atexit handler that waits, to hold the process open after a runtime's teardown.
  */
 export const nvrtcControlPath: string = join(release, 'nvrtc_control.node');
 
@@ -33,6 +34,8 @@ export interface NvrtcControl {
   /** Loads NVRTC from `path` and starts the compile loop; false if it cannot. */
   start(path: string): boolean;
   compiles(): number;
+  /** Registers (once) an atexit handler that waits `ms` milliseconds. */
+  linger(ms: number): boolean;
 }
 
 /**
