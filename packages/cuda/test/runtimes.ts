@@ -30,14 +30,18 @@ export function probeIn(env: Record<string, string | undefined>): ProbeResult {
     encoding: 'utf8',
     timeout: 30_000,
   });
-  if (r.status !== 0) throw new Error(`probe child failed: status=${r.status} signal=${r.signal}\n${r.stderr}`);
+  if (r.status !== 0)
+    throw new Error(`probe child failed: status=${r.status} signal=${r.signal}\n${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}') as ProbeResult;
 }
 
 /** The real libcuda and NVRTC: never a stand-in or a path from the environment. */
 export const REAL_ENV = { DEVEXIT_CUDA_LIBRARY: undefined, DEVEXIT_NVRTC_LIBRARY: undefined } as const;
 /** No libcuda at all (so no cuInit), the real NVRTC. */
-export const NO_DRIVER_ENV = { DEVEXIT_CUDA_LIBRARY: '/nonexistent/devexit-test/libcuda.so.1', DEVEXIT_NVRTC_LIBRARY: undefined };
+export const NO_DRIVER_ENV = {
+  DEVEXIT_CUDA_LIBRARY: '/nonexistent/devexit-test/libcuda.so.1',
+  DEVEXIT_NVRTC_LIBRARY: undefined,
+};
 const probed = new Map<string, ProbeResult>();
 
 function probeOnce(key: string, env: Record<string, string | undefined>): ProbeResult {

@@ -66,17 +66,17 @@ void Teardown() {
     std::lock_guard<std::mutex> lock(s->mu);
     s->stop = true;
     s->ops.clear();
-    // Waiters return; what they do next is the mode's business.
+    // Waiters return as if their work were done; their next call finds the runtime gone.
     for (Stream *st : s->streams) st->completed = st->submitted;
     s->null_stream.completed = s->null_stream.submitted;
-    if (!s->crash) s->torn_down = true;
+    if (s->crash) g_state = reinterpret_cast<State *>(static_cast<uintptr_t>(0x10));  // a never-mapped page
+    else s->torn_down = true;
   }
   s->work_cv.notify_all();
   s->done_cv.notify_all();
   s->worker->join();
   if (s->trace) fprintf(stderr, "standin-cuda: teardown (%s)\n", s->crash ? "crash" : "deinit");
   if (!s->crash) return;  // deinit: the state stays, and answers 4 from now on
-  g_state = reinterpret_cast<State *>(static_cast<uintptr_t>(0x10));  // a never-mapped page
   // A real teardown takes a while; late callers are caught in the act.
   usleep(static_cast<useconds_t>(s->teardown_ms * 1000));
   std::lock_guard<std::mutex> lock(s->mu);
