@@ -10,9 +10,10 @@ namespace devexit_cuda {
 
 namespace {
 const char kLabel[] = "cuda-host:0/compiler";
-// What the NVRTC keepalive compiles: an empty kernel, the shortest trip through NVRTC, so that
-// compiles start as often as they can (each start reads libnvrtc-builtins).
-const char kKeepaliveSource[] = "extern \"C\" __global__ void devexit_keepalive() {}\n";
+// What the NVRTC keepalive compiles: NVRTC reads its built-in headers out of libnvrtc-builtins at
+// the start of every compile, then this source stops it (NVRTC_ERROR_COMPILATION, ignored). Every
+// keepalive compile is that part of a compile, over and over.
+const char kKeepaliveSource[] = "#error devexit keepalive: stop after the built-in headers\n";
 }  // namespace
 
 int Compiler::Open(std::string *error) {

@@ -40,9 +40,11 @@ function start(keepalive: number, intervalUs: number): void {
   if (isExiting()) throw exitingError('start the NVRTC compiler');
   const addon = cudaAddon();
   realm();
-  onServiceClosed('compiler', () =>
-    realm().rejectAll(pending, () => deviceClosedError(compilerId(), 'compile')),
-  );
+  onServiceClosed('compiler', () => {
+    // The notice may be about a compiler that a running one has since replaced.
+    if (addon.compilerState()) return;
+    realm().rejectAll(pending, () => deviceClosedError(compilerId(), 'compile'));
+  });
   const r = addon.startCompiler(keepalive, intervalUs);
   if (r.status !== Status.ok) throw statusError(r.status, where('start the NVRTC compiler'), r.error);
 }

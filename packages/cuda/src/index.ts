@@ -182,5 +182,10 @@ const cuda = new BackendBase<CudaDevice>({
 
 onServiceClosed('queue', (index) => cuda.devices.get(index)?.closedElsewhere());
 
+/** The CUDA C of the built-in kernels (fill_u32, copy, saxpy_f32, sum_f32). */
+export function builtinKernelSource(): string {
+  return cudaAddon().builtinSource();
+}
+
 /** The CUDA backend: NVIDIA GPUs through the driver API, a queue thread + stream per device. */
 export const backend: Backend = cuda;

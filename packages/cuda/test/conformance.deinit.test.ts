@@ -4,7 +4,7 @@
 import { defineConformance } from '@devexit/conformance';
 import { standinCudaPath } from '@devexit/standins-cuda';
 import { describe } from 'vitest';
-import { skipped, unavailable } from './runtimes.js';
+import { skipped, unavailable, useEnv } from './runtimes.js';
 
 const env = { DEVEXIT_CUDA_LIBRARY: standinCudaPath, DEVEXIT_STANDIN_CUDA_TEARDOWN: 'deinit' };
 const why = unavailable('standin');
@@ -13,7 +13,7 @@ if (why) {
   describe('cuda conformance [stand-in libcuda, teardown: deinit]', () => skipped(why));
 } else {
   // Read when libcuda first loads (the first probe), not at import.
-  Object.assign(process.env, env);
+  useEnv(env);
   defineConformance({
     name: 'cuda',
     label: 'stand-in libcuda, teardown: deinit',

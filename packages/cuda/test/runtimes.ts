@@ -35,6 +35,14 @@ export function probeIn(env: Record<string, string | undefined>): ProbeResult {
   return JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}') as ProbeResult;
 }
 
+/** Sets this process's environment (undefined values are removed), before libcuda or NVRTC load. */
+export function useEnv(env: Record<string, string | undefined>): void {
+  for (const [k, v] of Object.entries(env)) {
+    if (v === undefined) delete process.env[k];
+    else process.env[k] = v;
+  }
+}
+
 /** The real libcuda and NVRTC: never a stand-in or a path from the environment. */
 export const REAL_ENV = { DEVEXIT_CUDA_LIBRARY: undefined, DEVEXIT_NVRTC_LIBRARY: undefined } as const;
 /** No libcuda at all (so no cuInit), the real NVRTC. */
