@@ -164,6 +164,21 @@ describe('cuda: probe and devices in child processes (stand-in libcuda)', () => 
     expect(out).toEqual({ arch: 'compute_90', cc: [12, 0], saxpy: [3, 5, 7, 9] });
   });
 
+  it('CUDA_ERROR_DEINITIALIZED is "runtime gone": after libcuda tore down under a busy device, its closes end at once and report ok, the process exits 0 (stand-in libcuda, teardown: deinit)', async () => {
+    const out = await childJson('closeAfterTeardown', {
+      ...STANDIN,
+      DEVEXIT_STANDIN_CUDA_TEARDOWN: 'deinit',
+    });
+    expect(out).toMatchObject({
+      tornDown: true,
+      read: 'ERR_DEVEXIT_BACKEND CUDA_ERROR_DEINITIALIZED',
+      closed: true,
+      flushed: 'ERR_DEVEXIT_BACKEND CUDA_ERROR_DEINITIALIZED',
+    });
+    expect(out.closeMs).toBeLessThan(1000);
+    expect(out.report).toEqual(expect.arrayContaining(['cuda:1/queue ok', 'cuda-host:0/compiler ok']));
+  });
+
   it('without NVRTC the device opens, built-in launches fail with a reason naming NVRTC, PTX kernels run (stand-in libcuda)', async () => {
     const out = await childJson('noNvrtc', {
       ...STANDIN,

@@ -64,6 +64,7 @@ void Teardown() {
   State *s = g_state;
   {
     std::lock_guard<std::mutex> lock(s->mu);
+    if (s->stop) return;  // ran early, from devexit_standin_cuda_teardown()
     s->stop = true;
     s->ops.clear();
     // Waiters return as if their work were done; their next call finds the runtime gone.
@@ -155,6 +156,14 @@ bool Stopping() {
 using namespace standin_cuda;
 
 EXPORT const char *devexit_standin_cuda_info(void) { return "devexit stand-in libcuda (test double)"; }
+
+// For tests: the exit teardown, now (after a cuInit), as if the process were exiting. 0, or -1
+// when there is no state to tear down.
+EXPORT int devexit_standin_cuda_teardown(void) {
+  if (!g_state) return -1;
+  Teardown();
+  return 0;
+}
 
 EXPORT CUresult cuInit(unsigned flags) {
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;

@@ -36,6 +36,8 @@ export interface NvrtcControl {
   compiles(): number;
   /** Registers (once) an atexit handler that waits `ms` milliseconds. */
   linger(ms: number): boolean;
+  /** Runs the exit teardown of the (loaded) stand-in libcuda at `path` now. */
+  teardownStandin(path: string): boolean;
 }
 
 /**
