@@ -184,9 +184,11 @@ Napi::Value CompilerState(const Napi::CallbackInfo &info) {
   out["keepalive"] = static_cast<int>(c->keepalive());
   out["compiles"] = static_cast<double>(c->compiles());
   out["polls"] = static_cast<double>(c->polls());
-  out["lastPoll"] = c->last_poll();
-  std::string ignored;
-  out["lastPollName"] = CudaErrorName(LoadCuda(&ignored), c->last_poll());
+  if (c->keepalive() == Keepalive::kCuda) {
+    out["lastPoll"] = c->last_poll();
+    std::string ignored;
+    out["lastPollName"] = CudaErrorName(LoadCuda(&ignored), c->last_poll());
+  }
   return out;
 }
 

@@ -50,8 +50,9 @@ export interface NativeCompilerState {
   keepalive: number;
   compiles: number;
   polls: number;
-  lastPoll: number;
-  lastPollName: string;
+  /** The cuda keepalive's last cuDeviceGetCount result. */
+  lastPoll?: number;
+  lastPollName?: string;
 }
 
 /** The whole native surface of devexit_cuda.node. */

@@ -1,4 +1,5 @@
 import {
+  argError,
   BackendBase,
   backendError,
   NativeDevice,
@@ -110,15 +111,18 @@ async function loadUserKernel(
   source: string | Uint8Array,
   entry: string,
 ): Promise<number> {
+  if (source.length === 0)
+    throw argError(
+      'source',
+      'CUDA C, PTX, or a module image (not empty)',
+      source,
+      typeof source !== 'string',
+    );
   device.queue(); // starts the service (or throws the typed error) before any compile
-  let image: Uint8Array;
-  if (typeof source === 'string' && !isPtx(source)) {
-    const ptx = await compileChecked(source, `${entry}.cu`, [`--gpu-architecture=${device.arch}`]);
-    image = moduleImage(ptx);
-  } else {
-    if (source.length === 0) throw backendError('cuda', 'loadKernel: the module image is empty');
-    image = moduleImage(source);
-  }
+  const image =
+    typeof source === 'string' && !isPtx(source)
+      ? moduleImage(await compileChecked(source, `${entry}.cu`, [`--gpu-architecture=${device.arch}`]))
+      : moduleImage(source);
   device.check(`load kernel ${entry}`);
   const r = await device.completions.expect(
     device.pending,

@@ -72,6 +72,13 @@ describe('cuda: kernels, modules and errors (stand-in libcuda)', () => {
     q.launch(fromImage, 100, [b, { u32: 100 }, { u32: 100 }]);
     expect(u32(await q.read(b))).toEqual(new Array(100).fill(113));
     q.free(b);
+    // Fresh buffers read as zeros (the stand-in's own memory starts as garbage).
+    const fresh = q.alloc(10);
+    expect(Array.from(await q.read(fresh))).toEqual(new Array(10).fill(0));
+    q.free(fresh);
+    for (const empty of ['', new Uint8Array(0)]) {
+      expect(await failure(() => d.loadKernel(empty, 'k'))).toBeInstanceOf(TypeError);
+    }
   });
 
   it('libcuda and NVRTC failures carry their names as cudaError and vendorError, and change nothing (stand-in libcuda)', async () => {
