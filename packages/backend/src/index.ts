@@ -43,4 +43,5 @@ export {
   freedBufferError,
   type LaunchCheck,
   type Scalar,
+  setVendorErrorProperty,
 } from './validate.js';

@@ -290,10 +290,24 @@ export function checkOptions<T extends object>(options: unknown, argument = 'opt
   return options as Partial<T>;
 }
 
+const vendorErrorProperties = new Map<string, string>();
+
+/**
+ * Also sets a backend's vendor error name under a property of its own on its errors, besides
+ * `vendorError` (hip: `hipError`, cuda: `cudaError`), where the backend's users look for it.
+ */
+export function setVendorErrorProperty(backend: string, property: string): void {
+  vendorErrorProperties.set(backend, property);
+}
+
 /** The backend failed: ERR_DEVEXIT_BACKEND, with the vendor's error name when there is one. */
 export function backendError(backend: string, message: string, vendorError?: string): BackendError {
   const err = new DevexitError('ERR_DEVEXIT_BACKEND', `devexit: ${backend}: ${message}`) as BackendError;
-  if (vendorError) err.vendorError = vendorError;
+  if (vendorError) {
+    err.vendorError = vendorError;
+    const property = vendorErrorProperties.get(backend);
+    if (property) (err as unknown as Record<string, unknown>)[property] = vendorError;
+  }
   return err;
 }
 
