@@ -94,6 +94,11 @@ export class Completions {
   #next = 1;
   #installed = false;
   onClosed: (index: number, service: string) => void = () => {};
+  /**
+   * Applied to each error a native answer or refusal rejects with, before it reaches the caller:
+   * a backend may add fields of its own (hip keeps `hipError` beside the shared `vendorError`).
+   */
+  decorate: (err: Error) => Error = (err) => err;
 
   constructor(addon: CompletionAddon) {
     this.#addon = addon;
@@ -113,7 +118,7 @@ export class Completions {
     return new Promise<Completed>((resolve, reject) => {
       const status = start(id);
       if (status !== Status.ok) {
-        reject(statusError(status, where));
+        reject(this.decorate(statusError(status, where)));
         return;
       }
       this.#waiting.set(id, { resolve, reject, owner, where });
@@ -152,7 +157,8 @@ export class Completions {
     if (this.#waiting.size === 0) this.#addon.setRef(false);
     if (status === Status.ok) w.resolve({ data, value });
     // Dropped by a close: the device closed, whether or not the process is exiting.
-    else if (status === Status.closed && w.where.device) w.reject(deviceClosedError(w.where.device, w.where.what));
-    else w.reject(statusError(status, w.where, error, errorName));
+    else if (status === Status.closed && w.where.device)
+      w.reject(this.decorate(deviceClosedError(w.where.device, w.where.what)));
+    else w.reject(this.decorate(statusError(status, w.where, error, errorName)));
   };
 }
