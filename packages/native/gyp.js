@@ -12,14 +12,26 @@ const linux = process.platform === 'linux';
 const sanitize = process.env.DEVEXIT_SANITIZE || '';
 const sanitizerFlags = {
   '': [],
-  address: ['-fsanitize=address,undefined', '-fno-sanitize-recover=undefined', '-fno-omit-frame-pointer', '-g'],
+  address: [
+    '-fsanitize=address,undefined',
+    '-fno-sanitize-recover=undefined',
+    '-fno-omit-frame-pointer',
+    '-g',
+  ],
   thread: ['-fsanitize=thread', '-fno-omit-frame-pointer', '-g'],
 }[sanitize];
 if (!sanitizerFlags) {
   throw new Error(`devexit: DEVEXIT_SANITIZE must be address or thread; got ${JSON.stringify(sanitize)}`);
 }
 const optimise = sanitize ? ['-O1'] : ['-O2'];
-const common = ['-fvisibility=hidden', '-Wall', '-Wextra', '-Wno-unused-parameter', ...optimise, ...sanitizerFlags];
+const common = [
+  '-fvisibility=hidden',
+  '-Wall',
+  '-Wextra',
+  '-Wno-unused-parameter',
+  ...optimise,
+  ...sanitizerFlags,
+];
 
 module.exports = {
   /** node-addon-api with C++ exceptions: every exception becomes a JS error, and none is thrown

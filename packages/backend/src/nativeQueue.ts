@@ -111,7 +111,9 @@ export class NativeQueue<H> implements Queue {
       );
     }
     if (state.freed) {
-      const err = new TypeError(`devexit: cannot ${what}: ${argument} was freed`) as TypeError & { code: string };
+      const err = new TypeError(`devexit: cannot ${what}: ${argument} was freed`) as TypeError & {
+        code: string;
+      };
       err.code = 'ERR_INVALID_ARG_VALUE';
       throw err;
     }

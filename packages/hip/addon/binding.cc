@@ -97,7 +97,7 @@ Napi::Value Open(const Napi::CallbackInfo &info) {
   if (!api) return Unavailable(env, error);
   HipQueue *q = OpenDevice(api, index, &error);
   if (!q) return Refusal(env, devexit::kStartFailed, error);
-  int status = q->Open(&error);
+  int status = q->OpenQueue(&error);
   if (status == devexit::kStartFailed) return Refusal(env, status, error, q->start_error_name());
   if (status != devexit::kOk) return Refusal(env, status, "");
   return qb::Handle(env, q);

@@ -19,7 +19,8 @@ int HipCompiler::Open(std::string *error) {
     return devexit::kStartFailed;
   }
   if (!Start(error)) {
-    reg->forget(id_, "compiler");
+    // Not when a close took the registration meanwhile: the key may be the next compiler's.
+    close_.IfNotStarted([&] { reg->forget(id_, "compiler"); });
     if (close_.started()) return reg->is_exiting() ? devexit::kExiting : devexit::kClosed;
     return devexit::kStartFailed;
   }

@@ -34,9 +34,15 @@ bool HipQueue::OnStart(std::string *error) {
   }
   if (e == 0) return true;
   start_error_name_ = HipErrorName(api_, e);
-  start_failed_.store(true, std::memory_order_release);
   *error = std::string(step) + " returned " + HipErrorText(api_, e);
   return false;
+}
+
+int HipQueue::OpenQueue(std::string *error) {
+  int status = Open(error);
+  // Only now: Open() has undone its registration, so a replacement may take the key.
+  if (status == devexit::kStartFailed) start_failed_.store(true, std::memory_order_release);
+  return status;
 }
 
 bool HipQueue::VendorAlloc(uint64_t bytes, void **ptr) {

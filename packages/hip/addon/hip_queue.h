@@ -21,6 +21,8 @@ class HipQueue : public devexit::QueueService {
       : QueueService(id, "queue"), api_(api), arch_(std::move(arch)) {}
 
   const std::string &arch() const { return arch_; }
+  // Open(), remembering a failed start so that the next open makes a new queue.
+  int OpenQueue(std::string *error);
   // The HIP error name of a failed start ("hipErrorNoDevice"); valid once Open() returned.
   const std::string &start_error_name() const { return start_error_name_; }
   // Its start failed: the next open makes a new one (the runtime may have changed its mind).

@@ -24,6 +24,7 @@ export function hipBackendError(message: string, vendorError?: string): HipError
 
 /** The typed error for a native refusal. */
 export function refusalError(r: Refusal, where: { device: DeviceId | undefined; what: string }): Error {
-  if (r.unavailable) return unavailableError('hip', `library missing: ${r.error ?? 'libamdhip64 did not load'}`);
+  if (r.unavailable)
+    return unavailableError('hip', `library missing: ${r.error ?? 'libamdhip64 did not load'}`);
   return withHipError(statusError(r.status, { backend: 'hip', ...where }, r.error, r.errorName));
 }

@@ -144,6 +144,17 @@ class CloseOnce {
     return state_ != kOpen;
   }
 
+  // Runs fn() only while no close has begun, and no close begins while it runs. For undoing a
+  // registration after a failed start: once a close began, the registry took that registration
+  // and its key may already be the next service's.
+  template <typename Fn>
+  bool IfNotStarted(Fn &&fn) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (state_ != kOpen) return false;
+    fn();
+    return true;
+  }
+
  private:
   enum State { kOpen, kClosing, kClosed };
   std::mutex mu_;
