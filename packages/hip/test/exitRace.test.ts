@@ -59,6 +59,7 @@ describe(`hip exit race on the real libamdhip64 (${RUNS} runs per path)`, () => 
           failed: [],
         });
         expect(r.stdout, tell(r)).toMatch(/polls \d+/);
+        expect(hit(r), tell(r)).toBe(false);
       }
       for (const r of off) expect(r.timedOut, tell(r)).toBe(false);
       expect(crashesOff, 'the same fixture without the guard crashes').toBeGreaterThanOrEqual(1);
