@@ -44,9 +44,17 @@ const defines = [
 ].join(' ');
 const cflags = common.join(' ');
 const cflags_cc = ['-std=c++17', '-fexceptions', ...common].join(' ');
-/** -z nodelete: Node dlcloses addons first loaded by a Worker when it ends, while their
- * service threads may still run. */
-const ldflags = [...(linux ? ['-Wl,-z,nodelete'] : []), '-pthread', ...sanitizerFlags].join(' ');
+/** -z nodelete: Node dlcloses addons first loaded by a Worker when it ends, while their service
+ * threads may still run. -Bsymbolic-functions: the addon's calls to its own functions stay in the
+ * addon. The node executable exports its copies of libstdc++ templates (shared_ptr's
+ * _M_release, ...), which would otherwise take those calls over: built by another compiler in
+ * official Node builds, and uninstrumented under a sanitizer (ThreadSanitizer then misses every
+ * shared_ptr release and reports the sink's deletion as a race). */
+const ldflags = [
+  ...(linux ? ['-Wl,-z,nodelete', '-Wl,-Bsymbolic-functions'] : []),
+  '-pthread',
+  ...sanitizerFlags,
+].join(' ');
 const libraries = linux ? '-ldl' : '';
 const include_dirs = [require('node-addon-api').include_dir, join(__dirname, 'include')].join(' ');
 
