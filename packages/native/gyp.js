@@ -6,20 +6,35 @@
 //
 // DEVEXIT_SANITIZE=address (AddressSanitizer + UndefinedBehaviorSanitizer) or =thread builds for
 // the sanitizer jobs; load such an addon with LD_PRELOAD of libasan.so / libtsan.so.
+// DEVEXIT_PORTABLE=1 compiles the glibc-only exit layers out (the main-thread TLS guard, on_exit):
+// on Linux it builds what musl, macOS and Windows get, so that CI can test it.
 const { join } = require('node:path');
 
 const linux = process.platform === 'linux';
 const sanitize = process.env.DEVEXIT_SANITIZE || '';
 const sanitizerFlags = {
   '': [],
-  address: ['-fsanitize=address,undefined', '-fno-sanitize-recover=undefined', '-fno-omit-frame-pointer', '-g'],
+  address: [
+    '-fsanitize=address,undefined',
+    '-fno-sanitize-recover=undefined',
+    '-fno-omit-frame-pointer',
+    '-g',
+  ],
   thread: ['-fsanitize=thread', '-fno-omit-frame-pointer', '-g'],
 }[sanitize];
 if (!sanitizerFlags) {
   throw new Error(`devexit: DEVEXIT_SANITIZE must be address or thread; got ${JSON.stringify(sanitize)}`);
 }
+const portable = /^(1|on|true)$/i.test(process.env.DEVEXIT_PORTABLE || '');
 const optimise = sanitize ? ['-O1'] : ['-O2'];
-const common = ['-fvisibility=hidden', '-Wall', '-Wextra', '-Wno-unused-parameter', ...optimise, ...sanitizerFlags];
+const common = [
+  '-fvisibility=hidden',
+  '-Wall',
+  '-Wextra',
+  '-Wno-unused-parameter',
+  ...optimise,
+  ...sanitizerFlags,
+];
 
 module.exports = {
   /** node-addon-api with C++ exceptions: every exception becomes a JS error, and none is thrown
@@ -30,6 +45,7 @@ module.exports = {
     'NODE_ADDON_API_CPP_EXCEPTIONS_ALL',
     'NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS',
     'NODE_ADDON_API_DISABLE_DEPRECATED',
+    ...(portable ? ['DEVEXIT_PORTABLE=1'] : []),
   ].join(' '),
   cflags: common.join(' '),
   cflags_cc: ['-std=c++17', '-fexceptions', ...common].join(' '),
@@ -39,4 +55,5 @@ module.exports = {
   libraries: linux ? '-ldl' : '',
   include_dirs: [require('node-addon-api').include_dir, join(__dirname, 'include')].join(' '),
   sanitize,
+  portable,
 };
