@@ -8,7 +8,7 @@
 // the sanitizer jobs; load such an addon with LD_PRELOAD of libasan.so / libtsan.so.
 // DEVEXIT_PORTABLE=1 compiles the glibc-only exit layers out (the main-thread TLS guard, on_exit):
 // on Linux it builds what musl, macOS and Windows get, so that CI can test it.
-const { join } = require('node:path');
+const { join, relative } = require('node:path');
 
 const linux = process.platform === 'linux';
 const sanitize = process.env.DEVEXIT_SANITIZE || '';
@@ -36,6 +36,20 @@ const common = [
   ...sanitizerFlags,
 ];
 
+/** The registry addon's own sources, for its binding.gyp and for test builds of it (relative to
+ * the directory gyp runs in: gyp makes object paths from them). */
+const sources = [
+  'binding.cc',
+  'close_engine.cc',
+  'close_job.cc',
+  'guard.cc',
+  'platform.cc',
+  'registry.cc',
+  'report.cc',
+  'settings.cc',
+  'watchdog.cc',
+].map((f) => relative(process.cwd(), join(__dirname, 'addon', f)));
+
 module.exports = {
   /** node-addon-api with C++ exceptions: every exception becomes a JS error, and none is thrown
    * into an environment that is shutting down (it would abort the process). */
@@ -56,4 +70,6 @@ module.exports = {
   include_dirs: [require('node-addon-api').include_dir, join(__dirname, 'include')].join(' '),
   sanitize,
   portable,
+  sources: sources.join(' '),
+  version: require('./package.json').version,
 };

@@ -110,11 +110,13 @@ int NestedExit(const CloseRequest &req) {
   FinishGroup(*job, g, i + 1, caller);
   RunGroups(job, caller);
   if (caller) {
-    // Status unknown here (the TLS destructor, or atexit where handlers cannot see it): let this
-    // exit go on; on glibc the hook registered below runs first and ends it with its status.
-    const bool known = req.exit_code >= 0;
-    const int failures = WaitAndConclude(job, known);
-    if (req.on_deadline == TimeoutAction::kExitFirstHook) AddFastExitHook();
+    // In the glibc TLS destructor the status is not known yet: the hook registered below runs
+    // first among the exit handlers and ends the process with it. Where handlers never see it
+    // (atexit), the first exit's code is the best known: ending now beats running teardown
+    // under the service the exiting close may have left running.
+    const bool status_later = req.on_deadline == TimeoutAction::kExitFirstHook && DEVEXIT_HAVE_ON_EXIT;
+    const int failures = WaitAndConclude(job, !status_later);
+    if (status_later) AddFastExitHook();
     return failures;
   }
   // Another thread concludes the job. Returning now would run library teardown under closes

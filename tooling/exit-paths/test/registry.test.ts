@@ -62,7 +62,7 @@ describe('native registry (child processes)', () => {
     for (const r of runs) {
       expect({ code: r.code, signal: r.signal }, r.stderr).toEqual({ code: 5, signal: null });
       expect(r.stderr).toMatch(
-        /closing services took longer than 300 ms; still running: standin:0\/loop; skipping library teardown/,
+        /closing services took longer than 300 ms \(configure\(\{ timeoutMs: 300 \}\)\); still running: standin:0\/loop; skipping library teardown: exiting with code 5 \(onTimeout 'exit', the default\)/,
       );
       expect(r.report.find((e) => e.device.index === 0)?.outcome).toBe('timeout');
       expect(r.report.find((e) => e.device.index === 1)?.outcome).toBe('ok');
@@ -91,7 +91,9 @@ describe('native registry (child processes)', () => {
   it("onTimeout 'warn' warns and continues", async () => {
     const r = await runChild({ script: join(fixtures, 'closeBehaviour.cjs'), args: ['timeout-warn'] });
     expect({ code: r.code, signal: r.signal }).toEqual({ code: 5, signal: null });
-    expect(r.stderr).toMatch(/still running: standin:0\/loop; continuing/);
+    expect(r.stderr).toMatch(
+      /still running: standin:0\/loop; continuing with library teardown \(onTimeout 'warn' from configure\(\{ onTimeout: 'warn' \}\)\)/,
+    );
   });
 
   it('a failing close is reported on stderr and the other closes still run', async () => {
