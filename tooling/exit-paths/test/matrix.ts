@@ -1,7 +1,15 @@
 import { copyFileSync, existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { type ChildOptions, type ChildResult, crashed, exitLatency, outcomes, runMany, summary } from '@devexit/testkit';
+import {
+  type ChildOptions,
+  type ChildResult,
+  crashed,
+  exitLatency,
+  outcomes,
+  runMany,
+  summary,
+} from '@devexit/testkit';
 import { describe, expect, it } from 'vitest';
 
 /**
@@ -20,7 +28,12 @@ export type Build = 'glibc' | 'portable';
 
 /** The registry addons the rows run against. */
 export const addons: Record<Build, string> = {
-  glibc: join(dirname(require.resolve('@devexit/native/package.json')), 'build', 'Release', 'devexit_native.node'),
+  glibc: join(
+    dirname(require.resolve('@devexit/native/package.json')),
+    'build',
+    'Release',
+    'devexit_native.node',
+  ),
   portable: join(__dirname, '..', 'portable', 'build', 'Release', 'devexit_native.node'),
 };
 
@@ -64,17 +77,37 @@ const deadlineWarning = (what: string, code: number) =>
 const jsOrder = (names: string[]) => new RegExp(names.map((n) => `js close ${n}\\n`).join('(.|\\n)*'));
 
 export const rows: Row[] = [
-  { row: 'natural-end', reachesTeardown: true, expect: { code: 0, signal: null, closes: both, layers: ['js-exit'] } },
-  { row: 'process-exit', reachesTeardown: true, expect: { code: 0, signal: null, closes: both, layers: ['js-exit'] } },
+  {
+    row: 'natural-end',
+    reachesTeardown: true,
+    expect: { code: 0, signal: null, closes: both, layers: ['js-exit'] },
+  },
+  {
+    row: 'process-exit',
+    reachesTeardown: true,
+    expect: { code: 0, signal: null, closes: both, layers: ['js-exit'] },
+  },
   {
     row: 'uncaught-exception',
     reachesTeardown: true,
-    expect: { code: 1, signal: null, closes: both, layers: ['js-exit'], stderr: [/boom \(expected by the test\)/] },
+    expect: {
+      code: 1,
+      signal: null,
+      closes: both,
+      layers: ['js-exit'],
+      stderr: [/boom \(expected by the test\)/],
+    },
   },
   {
     row: 'unhandled-rejection',
     reachesTeardown: true,
-    expect: { code: 1, signal: null, closes: both, layers: ['js-exit'], stderr: [/rejected \(expected by the test\)/] },
+    expect: {
+      code: 1,
+      signal: null,
+      closes: both,
+      layers: ['js-exit'],
+      stderr: [/rejected \(expected by the test\)/],
+    },
   },
   {
     row: 'sigint-handler',
@@ -331,32 +364,38 @@ function check(res: ChildResult, e: Expectation): void {
 
 /** The matrix against one build; `controlRuns`: runs of each guard-off control. */
 export function matrix(build: Build, controlRuns: number): void {
-  describe.skipIf(!existsSync(addons[build]))(`exit-path matrix, ${build} build (crash-reproducing stand-in runtime)`, () => {
-    for (const r of rows) {
-      const e = build === 'portable' ? { ...r.expect, ...r.portable } : r.expect;
-      const name = r.name ?? r.row;
-      it(
-        r.reachesTeardown
-          ? `${name}: ${RUNS} runs exit as asked, each close exactly once`
-          : `${name}: ${RUNS} runs end by the signal, no close runs, no crash`,
-        async () => {
-          const results = await runMany(RUNS, options(build, r));
-          for (const res of results) check(res, e);
-        },
-      );
-      if (r.reachesTeardown) {
-        it(`${name}: the same fixture with the guard disabled crashes (control, ${controlRuns} runs)`, async () => {
-          const results = await runMany(controlRuns, options(build, r, { DEVEXIT_GUARD: '0' }));
-          // Without devexit the stand-in's teardown kills it: the row above can fail.
-          expect(results.filter((res) => crashed(res)).length, JSON.stringify(outcomes(results))).toBeGreaterThan(0);
-          for (const res of results) expect(res.timedOut).toBe(false);
-        });
-      } else {
-        it(`${name}: nothing runs and nothing crashes with the guard off`, async () => {
-          const off = await runMany(Math.min(RUNS, 5), options(build, r, { DEVEXIT_GUARD: '0' }));
-          for (const res of off) expect(summary(res, e.signal ?? undefined).crashed).toBe(false);
-        });
+  describe.skipIf(!existsSync(addons[build]))(
+    `exit-path matrix, ${build} build (crash-reproducing stand-in runtime)`,
+    () => {
+      for (const r of rows) {
+        const e = build === 'portable' ? { ...r.expect, ...r.portable } : r.expect;
+        const name = r.name ?? r.row;
+        it(
+          r.reachesTeardown
+            ? `${name}: ${RUNS} runs exit as asked, each close exactly once`
+            : `${name}: ${RUNS} runs end by the signal, no close runs, no crash`,
+          async () => {
+            const results = await runMany(RUNS, options(build, r));
+            for (const res of results) check(res, e);
+          },
+        );
+        if (r.reachesTeardown) {
+          it(`${name}: the same fixture with the guard disabled crashes (control, ${controlRuns} runs)`, async () => {
+            const results = await runMany(controlRuns, options(build, r, { DEVEXIT_GUARD: '0' }));
+            // Without devexit the stand-in's teardown kills it: the row above can fail.
+            expect(
+              results.filter((res) => crashed(res)).length,
+              JSON.stringify(outcomes(results)),
+            ).toBeGreaterThan(0);
+            for (const res of results) expect(res.timedOut).toBe(false);
+          });
+        } else {
+          it(`${name}: nothing runs and nothing crashes with the guard off`, async () => {
+            const off = await runMany(Math.min(RUNS, 5), options(build, r, { DEVEXIT_GUARD: '0' }));
+            for (const res of off) expect(summary(res, e.signal ?? undefined).crashed).toBe(false);
+          });
+        }
       }
-    }
-  });
+    },
+  );
 }

@@ -146,6 +146,30 @@ describe('native registry (child processes)', () => {
     expect(r.ms).toBeLessThan(1500);
   });
 
+  it('JS and native closes are reported in one format (text and JSON)', async () => {
+    for (const mode of ['1', 'json']) {
+      const r = await runChild({
+        script: join(fixtures, 'closeBehaviour.cjs'),
+        args: ['lifo'],
+        env: { DEVEXIT_REPORT: mode },
+      });
+      expect(r.code, r.stderr).toBe(0);
+      const lines = r.stderr.split('\n').filter((l) => /^devexit(:report|: ok) /.test(l));
+      const js = lines.filter((l) => l.includes('jsorder'));
+      const nat = lines.filter((l) => / order:0\/|"type":"order"/.test(l));
+      expect([js.length, nat.length]).toEqual([3, 3]);
+      if (mode === '1') {
+        for (const l of lines)
+          expect(l).toMatch(/^devexit: ok [\w.:-]+:\d+\/\w+ in \d+\.\d\d ms \(js-exit\)$/);
+      } else {
+        const keys = (l: string) =>
+          JSON.stringify(Object.keys(JSON.parse(l.slice('devexit:report '.length))));
+        expect(new Set(lines.map(keys)).size).toBe(1);
+        for (const l of lines) expect(l).toMatch(/"ms":\d+(\.\d{1,3})?,/);
+      }
+    }
+  });
+
   it('DEVEXIT_REPORT=1 prints one readable line per close', async () => {
     const r = await runChild({
       script: join(fixtures, 'closeBehaviour.cjs'),
