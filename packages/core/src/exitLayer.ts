@@ -86,7 +86,7 @@ function record(run: CloseRun, error: string | undefined, late: boolean): void {
   // At exit, process.emitWarning would never print: write synchronously, one close at a time (a
   // later close may never return).
   if (!run.explicit) {
-    const text = exitLayerText(entry, settings().report);
+    const text = exitLayerText(entry, run.report);
     if (text) writeStderr(text);
   }
 }
@@ -141,13 +141,15 @@ export function runCloses(
   state.entries.clear();
   queue.sort((a, b) => a.type - b.type || a.index - b.index || b.seq - a.seq);
   const native = state.native;
+  const inForce = settings();
   const run: CloseRun = {
     layer,
     exitCode,
     markExiting,
     explicit: exitCode === undefined,
     watched: native !== undefined && mainThread(),
-    deadline: performance.now() + settings().timeoutMs,
+    deadline: performance.now() + inForce.timeoutMs,
+    report: inForce.report,
     queue,
     next: 0,
     current: undefined,

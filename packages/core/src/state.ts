@@ -53,6 +53,8 @@ export interface CloseRun {
   watched: boolean;
   /** performance.now() past which a JS close counts as timed out (without the native watchdog). */
   deadline: number;
+  /** DEVEXIT_REPORT in force: what the exit layer prints per close. */
+  report: ReportMode;
   queue: JsEntry[];
   next: number;
   current: JsEntry | undefined;

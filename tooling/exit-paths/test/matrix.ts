@@ -354,7 +354,9 @@ function check(res: ChildResult, e: Expectation): void {
     failed: failed.length,
     layers: [],
   });
-  s.failed.forEach((f, i) => expect(f.trim(), res.stderr).toMatch(failed[i]!));
+  s.failed.forEach((f, i) => {
+    expect(f.trim(), res.stderr).toMatch(failed[i]!);
+  });
   if (e.maxExitMs !== undefined) {
     expect(exitLatency(res), 'ms from the exit call to the end of the child').toBeLessThan(e.maxExitMs);
   }
