@@ -148,7 +148,12 @@ void EndProcess(int code) {
 }
 
 int RunClose(const CloseRequest &req) {
-  if (t_job) return NestedExit(req);
+  if (t_job) {
+    // An exit layer entered from inside a close: exit() was called there. Anything else (a close
+    // asking for closeAll) finds the closes already taken by the job it is part of.
+    if (req.on_deadline != TimeoutAction::kNone) return NestedExit(req);
+    return 0;
+  }
   // A native exit layer on the JS thread: a JS close in progress called exit() itself.
   if (req.on_deadline != TimeoutAction::kNone && !req.on_js_thread) TakeJsSessionDeadline();
   const int64_t now = NowNs();
