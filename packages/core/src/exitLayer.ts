@@ -1,6 +1,6 @@
 import { writeSync } from 'node:fs';
 import { deviceTypeName } from './deviceId.js';
-import { type CloseReportEntry, exitLayerText } from './report.js';
+import { type CloseReportEntry, reportText } from './report.js';
 import { settings, warnOnce } from './settings.js';
 import { type CloseRun, coreState } from './state.js';
 
@@ -85,10 +85,8 @@ function record(run: CloseRun, error: string | undefined, late: boolean): void {
   state.report.push(entry);
   // At exit, process.emitWarning would never print: write synchronously, one close at a time (a
   // later close may never return).
-  if (!run.explicit) {
-    const text = exitLayerText(entry, run.report);
-    if (text) writeStderr(text);
-  }
+  const text = reportText(entry, run.report, !run.explicit);
+  if (text) writeStderr(text);
 }
 
 function endCurrent(run: CloseRun, error: string | undefined): void {

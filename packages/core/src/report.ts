@@ -22,10 +22,13 @@ export function formatReportLine(entry: CloseReportEntry, mode: ReportMode): str
   return `devexit: ${entry.outcome} ${dev} in ${entry.ms.toFixed(2)} ms (${entry.layer})`;
 }
 
-/** What an exit layer prints for a close: a failure line always, the report line on request. */
-export function exitLayerText(entry: CloseReportEntry, mode: ReportMode): string {
+/**
+ * What is printed for a close: the report line on request (DEVEXIT_REPORT), and a failure line
+ * at exit (closeServices() reports failures through warnings instead).
+ */
+export function reportText(entry: CloseReportEntry, mode: ReportMode, failures: boolean): string {
   let text = '';
-  if (entry.outcome === 'error') {
+  if (failures && entry.outcome === 'error') {
     text += `devexit: close of ${entry.device.type}:${entry.device.index}/${entry.service} failed: ${entry.error}\n`;
   }
   if (mode !== 'off') text += `${formatReportLine(entry, mode)}\n`;

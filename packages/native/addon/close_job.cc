@@ -176,9 +176,9 @@ int Conclude(Job &job, bool timed_out, bool late_is_timeout) {
     }
   }
 
-  // Exit layers report on stderr themselves; the explicit JS call reports through warnings.
+  // Exit layers report failures on stderr themselves; the explicit JS call through warnings.
   const bool exit_layer = job.on_deadline != TimeoutAction::kNone;
-  std::string out = exit_layer ? ExitLayerText(lines) : "";
+  std::string out = ReportText(lines, exit_layer);
   RecordReport(std::move(lines));
   if (!timed_out) {
     if (!out.empty()) WriteStderr(out);

@@ -59,8 +59,9 @@ size_t CopyOut(const std::string &s, char *buf, size_t size);
 std::string ServiceName(uint16_t type, uint32_t index, const std::string &service);  // cpu:0/queue
 // The report line, as @devexit/core's formatReportLine writes it: text or `devexit:report {json}`.
 std::string FormatReportLine(const ReportLine &r, ReportMode mode);
-// What an exit layer prints for these lines: failures always, report lines per DEVEXIT_REPORT.
-std::string ExitLayerText(const std::vector<ReportLine> &lines);
+// What is printed for these closes: report lines per DEVEXIT_REPORT, and failures (exit layers:
+// an explicit close reports them through JS warnings).
+std::string ReportText(const std::vector<ReportLine> &lines, bool failures);
 void RecordReport(std::vector<ReportLine> lines);
 size_t ReportJson(char *buf, size_t size);
 // Warnings for @devexit/native's JS to emit once per process (a layer that could not be armed).

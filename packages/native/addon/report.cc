@@ -88,11 +88,11 @@ std::string FormatReportLine(const ReportLine &r, ReportMode mode) {
          Ms(r.ms, "%.2f") + " ms (" + r.layer + ")";
 }
 
-std::string ExitLayerText(const std::vector<ReportLine> &lines) {
+std::string ReportText(const std::vector<ReportLine> &lines, bool failures) {
   const ReportMode mode = CurrentReportMode();
   std::string out;
   for (const ReportLine &r : lines) {
-    if (strcmp(r.outcome, "error") == 0)
+    if (failures && strcmp(r.outcome, "error") == 0)
       out += "devexit: close of " + ServiceName(r.type, r.index, r.service) + " failed: " + r.error + "\n";
     if (mode != kReportOff) out += FormatReportLine(r, mode) + "\n";
   }

@@ -35,7 +35,7 @@ std::string DeadlineText(const Watch &w, int64_t now) {
   line.ms = (now - w.start_ns) / 1e6;
   line.outcome = "timeout";
   line.error = "a JS close still running at the deadline";
-  std::string out = ExitLayerText({line});
+  std::string out = ReportText({line}, true);
   out += "devexit: closing services took longer than " + TimeoutText() + "; still running: " +
          ServiceName(line.type, line.index, line.service) + " (a JS close)";
   const size_t native = PendingCount();
