@@ -80,6 +80,15 @@ describe('the JS exit layer (child processes, 5 runs each)', () => {
     }
   });
 
+  it('says so when a hook cannot be installed, and the other hooks still close', () => {
+    const r = run(`
+      Object.defineProperty(process, 'reallyExit', { value: process.reallyExit, writable: false });
+      ${setup} close('a'); setTimeout(() => process.exit(3), 10);`);
+    expect(r.status).toBe(3);
+    expect(r.stderr.match(/DevexitWarning: devexit: could not hook process\.reallyExit/g)).toHaveLength(1);
+    expect(marks(r.stderr)).toEqual(['close a']);
+  });
+
   it('a close returning a rejected promise: an error in the report, no unhandled rejection, code kept', () => {
     for (const where of ['process.exit(6)', 'core.closeServices(); setTimeout(() => process.exit(6), 50)']) {
       const r = run(
