@@ -67,4 +67,7 @@ export {
   type ArgumentErrorCode,
   DevexitRangeError,
   DevexitTypeError,
+  invalidType,
+  invalidValue,
+  outOfRange,
 } from './validate.js';
