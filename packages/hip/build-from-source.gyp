@@ -2,17 +2,21 @@
   "targets": [
     {
       "target_name": "devexit_hip",
-      "sources": ["addon/hip_addon.cc", "addon/hip_api.cc"],
-      "include_dirs": [
-        "<!(node -p \"require('node-addon-api').include_dir\")",
-        "<!(node -p \"require('@devexit/native/include')\")"
+      "sources": [
+        "addon/binding.cc",
+        "addon/hip_api.cc",
+        "addon/hip_compiler.cc",
+        "addon/hip_queue.cc",
+        "addon/hip_rtc.cc"
       ],
-      "defines": ["NAPI_VERSION=8", "NAPI_CPP_EXCEPTIONS"],
+      "include_dirs": ["<!@(node -p \"require('@devexit/native/gyp').include_dirs\")"],
+      "defines": ["<!@(node -p \"require('@devexit/native/gyp').defines\")"],
       "cflags!": ["-fno-exceptions"],
       "cflags_cc!": ["-fno-exceptions"],
-      "cflags_cc": ["-std=c++17", "-fvisibility=hidden", "-fexceptions", "-Wall"],
-      "ldflags": ["-Wl,-z,nodelete", "-pthread"],
-      "libraries": ["-ldl"]
+      "cflags": ["<!@(node -p \"require('@devexit/native/gyp').cflags\")"],
+      "cflags_cc": ["<!@(node -p \"require('@devexit/native/gyp').cflags_cc\")"],
+      "ldflags": ["<!@(node -p \"require('@devexit/native/gyp').ldflags\")"],
+      "libraries": ["<!@(node -p \"require('@devexit/native/gyp').libraries\")"]
     }
   ]
 }

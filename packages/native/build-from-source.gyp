@@ -2,9 +2,9 @@
   "targets": [
     {
       "target_name": "devexit_native",
-      "sources": ["addon/binding.cc", "addon/registry.cc", "addon/guard.cc"],
+      "sources": ["<!@(node -p \"require('./gyp').sources\")"],
       "include_dirs": ["<!@(node -p \"require('./gyp').include_dirs\")"],
-      "defines": ["<!@(node -p \"require('./gyp').defines\")", "DEVEXIT_VERSION=\"<!(node -p \"require('./package.json').version\")\""],
+      "defines": ["<!@(node -p \"require('./gyp').defines\")", "DEVEXIT_VERSION=\"<!(node -p \"require('./gyp').version\")\""],
       "cflags!": ["-fno-exceptions"],
       "cflags_cc!": ["-fno-exceptions"],
       "cflags": ["<!@(node -p \"require('./gyp').cflags\")"],

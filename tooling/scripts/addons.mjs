@@ -6,7 +6,10 @@ import { fileURLToPath } from 'node:url';
 
 export const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-/** Every addon that is published prebuilt: its package directory, the .node name, its platforms. */
+/**
+ * Every addon that is published prebuilt: its package directory, the .node name, its platforms
+ * (default: every platform in PLATFORMS). One line per addon; then `prebuild.mjs --sync`.
+ */
 export const ADDONS = [
   { dir: 'packages/native', addon: 'devexit_native' },
   { dir: 'packages/cpu', addon: 'devexit_cpu' },
@@ -62,7 +65,7 @@ export const PLATFORMS = {
 
 export const readJson = (file) => JSON.parse(readFileSync(file, 'utf8'));
 
-/** The addons whose package exists in this checkout (cuda may not yet). */
+/** The addons of ADDONS, with their package.json and the platforms built today. */
 export function addons() {
   return ADDONS.filter((a) => existsSync(join(root, a.dir, 'package.json'))).map((a) => {
     const pkg = readJson(join(root, a.dir, 'package.json'));

@@ -5,12 +5,12 @@
 // Packs every publishable package (the platform packages with their prebuilt addons staged),
 // then, in fresh projects outside the workspace, with a HOME whose .npmrc is empty (no nodedir)
 // and a PATH that holds node, npm, npx, pnpm and sh but no cc, gcc, g++, c++, make or python3,
-// installs (a) @devexit/core + native + cpu, (b) + wgpu, (c) + hip, (d) + cli, each @devexit/*
+// installs (a) @devexit/core + native + cpu, (b) + wgpu, (c) + hip and cuda, (d) + cli, each @devexit/*
 // package from its tarball (overrides), the rest (webgpu, typescript, @types/node) from the
 // registry. After each step: no install script of ours ran (npm shows every script it runs with
 // --foreground-scripts; pnpm reports ignored builds), nothing was built (no build/ directory, no
 // binding.gyp), the prebuilt addons came from the platform packages, a CommonJS app and an ESM
-// app launch a kernel and exit 0 (and print the wgpu/hip probes), and a strict TypeScript
+// app launch a kernel and exit 0 (and print the wgpu/hip/cuda probes), and a strict TypeScript
 // consumer (skipLibCheck false) compiles with NodeNext and with bundler resolution, and its
 // NodeNext build runs. Step (a) also runs `npm rebuild` / `pnpm rebuild` and `devexit-build`
 // (which must refuse cleanly: no compiler); step (d) runs `devexit doctor --json`. Prints a
@@ -58,7 +58,7 @@ const STEPS = [
     ts: ['cpu.ts'],
   },
   { id: 'b', label: '+ wgpu', add: ['@devexit/wgpu'], ts: ['wgpu.ts'] },
-  { id: 'c', label: '+ hip', add: ['@devexit/hip'], ts: ['hip.ts'] },
+  { id: 'c', label: '+ hip, cuda', add: ['@devexit/hip', '@devexit/cuda'], ts: ['hip.ts', 'cuda.ts'] },
   // The CLI beside them: doctor finds every backend through its optional peers.
   { id: 'd', label: '+ cli', add: ['@devexit/cli'], ts: [], doctor: true },
 ];
@@ -315,9 +315,8 @@ function staticChecks(row, project, installed) {
 }
 
 function appChecks(row, project, installed) {
-  const expectAddons = addons().filter(
-    (a) => installed.includes(a.pkg.name) && a.pkg.name !== '@devexit/hip',
-  );
+  // hip and cuda load their addon in probe(), which the apps call: every addon is listed.
+  const expectAddons = addons().filter((a) => installed.includes(a.pkg.name));
   for (const app of ['app.cjs', 'app.mjs']) {
     const r = run([process.execPath, app], { cwd: project, env, timeout: 120_000 });
     const report = lastJson(r.stdout);
@@ -329,7 +328,7 @@ function appChecks(row, project, installed) {
       if (!from?.includes(`${platformName(a, 'linux-x64-gnu')}`))
         problems.push(`${a.addon} loaded from ${from}`);
     }
-    for (const name of ['wgpu', 'hip']) {
+    for (const name of ['wgpu', 'hip', 'cuda']) {
       if (!installed.includes(`@devexit/${name}`)) continue;
       const p = report?.[name];
       if (typeof p?.available !== 'boolean' || (!p.available && !p.reason))
@@ -402,7 +401,7 @@ function doctorCheck(row, pm, project) {
   if (report?.native?.loaded !== true) problems.push(`native ${JSON.stringify(report?.native)}`);
   const byName = Object.fromEntries((report?.backends ?? []).map((b) => [b.name, b]));
   if (byName.cpu?.available !== true) problems.push(`cpu ${JSON.stringify(byName.cpu)}`);
-  for (const name of ['wgpu', 'hip']) {
+  for (const name of ['wgpu', 'hip', 'cuda']) {
     if (byName[name]?.installed !== true)
       problems.push(`${name} not found by the CLI: ${JSON.stringify(byName[name])}`);
   }
@@ -437,7 +436,7 @@ function writeProject(pm, project, deps, withWgpu) {
 for (const pm of managers) {
   const project = join(work, `${pm}-app`);
   mkdirSync(project);
-  for (const f of ['app.cjs', 'app.mjs', 'cpu.ts', 'wgpu.ts', 'hip.ts'])
+  for (const f of ['app.cjs', 'app.mjs', 'cpu.ts', 'wgpu.ts', 'hip.ts', 'cuda.ts'])
     copyFileSync(join(fixtures, f), join(project, f));
   const deps = [];
   const tsFiles = [];

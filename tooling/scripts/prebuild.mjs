@@ -16,7 +16,7 @@
 //   node tooling/scripts/prebuild.mjs --check    what --sync would change, and any package root
 //                                                with a binding.gyp, as errors (CI)
 //
-// Adding an addon (cuda): one line in ADDONS (addons.mjs), its binding.gyp renamed to
+// Adding an addon: one line in ADDONS (addons.mjs), its binding.gyp renamed to
 // build-from-source.gyp, then `--sync`. Adding a platform: `built: true` in PLATFORMS, a CI
 // runner of that platform that stages its binaries, then `--sync`.
 import {

@@ -94,7 +94,10 @@ const runEnv = {
   ...process.env,
   ...(mode === 'address' ? { LD_PRELOAD: preload } : { DEVEXIT_TEST_PRELOAD: preload }),
   // Leaks: Node never frees its own heap at exit, and neither do our never-destroyed globals.
-  ASAN_OPTIONS: 'detect_leaks=0:exitcode=86:abort_on_error=0:halt_on_error=1:print_summary=1',
+  // handle_segv/handle_abort=0: the guard-off controls crash on purpose in vendor code (or a
+  // stand-in) and must still end by their signal.
+  ASAN_OPTIONS:
+    'detect_leaks=0:exitcode=86:abort_on_error=0:halt_on_error=1:print_summary=1:handle_segv=0:handle_abort=0',
   UBSAN_OPTIONS: 'halt_on_error=1:exitcode=86:print_stacktrace=1',
   TSAN_OPTIONS: `exitcode=86:halt_on_error=1:second_deadlock_stack=1:ignore_noninstrumented_modules=1${existsSync(suppressions) ? `:suppressions=${suppressions}` : ''}`,
 };

@@ -96,6 +96,11 @@ export class Completions {
   #next = 1;
   #installed = false;
   onClosed: (index: number, service: string) => void = () => {};
+  /**
+   * Applied to each error a native answer or refusal rejects with, before it reaches the caller:
+   * a backend may add fields of its own (hip keeps `hipError` beside the shared `vendorError`).
+   */
+  decorate: (err: Error) => Error = (err) => err;
 
   constructor(addon: CompletionAddon) {
     this.#addon = addon;
@@ -117,7 +122,7 @@ export class Completions {
     const promise = new Promise<T>((resolve, reject) => {
       const status = start(id);
       if (status !== Status.ok) {
-        reject(statusError(status, where));
+        reject(this.decorate(statusError(status, where)));
         return;
       }
       waiting = { resolve: (c) => resolve(map(c)), reject, owner, where, promise: undefined as never };
@@ -168,7 +173,7 @@ export class Completions {
     // Dropped by a close: the device closed, whether or not the process is exiting.
     else if (status === Status.closed && w.where.device) {
       w.promise.catch(() => {});
-      w.reject(deviceClosedError(w.where.device, w.where.what));
-    } else w.reject(statusError(status, w.where, error, errorName));
+      w.reject(this.decorate(deviceClosedError(w.where.device, w.where.what)));
+    } else w.reject(this.decorate(statusError(status, w.where, error, errorName)));
   };
 }

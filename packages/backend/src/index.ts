@@ -53,4 +53,5 @@ export {
   freedBufferError,
   type LaunchCheck,
   type Scalar,
+  setVendorErrorProperty,
 } from './validate.js';

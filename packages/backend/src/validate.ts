@@ -3,7 +3,9 @@ import {
   BUILTIN_KERNELS,
   type BuiltinKernelName,
   DevexitError,
-  describeValue,
+  DevexitTypeError,
+  invalidType,
+  invalidValue,
   type KernelArg,
   type KernelParam,
   outOfRangeError,
@@ -16,13 +18,9 @@ import {
  * changes state: callers check everything first, then act.
  */
 export function argError(argument: string, expected: string, value: unknown, wrongType?: boolean): TypeError {
-  const err = new TypeError(
-    `devexit: ${argument} must be ${expected}; got ${describeValue(value)}`,
-  ) as TypeError & {
-    code: string;
-  };
-  err.code = (wrongType ?? typeof value !== 'number') ? 'ERR_INVALID_ARG_TYPE' : 'ERR_INVALID_ARG_VALUE';
-  return err;
+  return (wrongType ?? typeof value !== 'number')
+    ? invalidType(argument, expected, value)
+    : invalidValue(argument, expected, value);
 }
 
 const U32_MAX = 0xffffffff;
@@ -242,9 +240,7 @@ export function foreignBufferError(argument: string, device: string, value: unkn
 
 /** A buffer that was freed. */
 export function freedBufferError(what: string, argument: string): TypeError {
-  const err = new TypeError(`devexit: cannot ${what}: ${argument} was freed`) as TypeError & { code: string };
-  err.code = 'ERR_INVALID_ARG_VALUE';
-  return err;
+  return new DevexitTypeError('ERR_INVALID_ARG_VALUE', `devexit: cannot ${what}: ${argument} was freed`);
 }
 
 /** Not a kernel of this device object. */
@@ -290,10 +286,24 @@ export function checkOptions<T extends object>(options: unknown, argument = 'opt
   return options as Partial<T>;
 }
 
+const vendorErrorProperties = new Map<string, string>();
+
+/**
+ * Also sets a backend's vendor error name under a property of its own on its errors, besides
+ * `vendorError` (hip: `hipError`, cuda: `cudaError`), where the backend's users look for it.
+ */
+export function setVendorErrorProperty(backend: string, property: string): void {
+  vendorErrorProperties.set(backend, property);
+}
+
 /** The backend failed: ERR_DEVEXIT_BACKEND, with the vendor's error name when there is one. */
 export function backendError(backend: string, message: string, vendorError?: string): BackendError {
   const err = new DevexitError('ERR_DEVEXIT_BACKEND', `devexit: ${backend}: ${message}`) as BackendError;
-  if (vendorError) err.vendorError = vendorError;
+  if (vendorError) {
+    err.vendorError = vendorError;
+    const property = vendorErrorProperties.get(backend);
+    if (property) (err as unknown as Record<string, unknown>)[property] = vendorError;
+  }
   return err;
 }
 

@@ -1,10 +1,19 @@
-import { describe } from './deviceId.js';
-import { coreState } from './state.js';
+import {
+  DEFAULT_TIMEOUT_MS,
+  type OnTimeout,
+  realmSettings,
+  type Settings,
+  settings,
+  TIMEOUT_MS_RANGE,
+} from './settings.js';
+import { coreState, type SettingsUpdate } from './state.js';
+import { checkInteger, checkOptions, invalidType, invalidValue } from './validate.js';
 
-export type OnTimeout = 'exit' | 'warn';
+export { DEFAULT_TIMEOUT_MS, type OnTimeout };
 
 export interface DevexitConfig {
-  /** Bound on closing everything at exit, in ms. Default 3000, or DEVEXIT_TIMEOUT_MS. */
+  /** Bound on closing everything at exit, JS closes included, in ms (1..2147483647). Default
+   * 3000, or DEVEXIT_TIMEOUT_MS. */
   timeoutMs?: number;
   /**
    * Past the deadline: 'exit' (default) warns, flushes stdio and ends the process with its exit
@@ -14,45 +23,51 @@ export interface DevexitConfig {
   onTimeout?: OnTimeout;
 }
 
-export const DEFAULT_TIMEOUT_MS = 3000;
-const MAX_TIMEOUT_MS = 2 ** 31 - 1;
-
+/**
+ * Sets the deadline and what happens past it, for the whole process (with @devexit/native: every
+ * realm and every installed copy). Validates everything first: a bad value throws a typed error
+ * (ERR_INVALID_ARG_TYPE, ERR_INVALID_ARG_VALUE, ERR_OUT_OF_RANGE) and changes nothing.
+ */
 export function configure(config: DevexitConfig): Required<DevexitConfig> {
-  if (typeof config !== 'object' || config === null) {
-    throw new TypeError(
-      `devexit: configure() takes an object { timeoutMs, onTimeout }; got ${describe(config)}`,
-    );
-  }
-  const { timeoutMs, onTimeout } = config;
-  if (
-    timeoutMs !== undefined &&
-    (typeof timeoutMs !== 'number' ||
-      !Number.isInteger(timeoutMs) ||
-      timeoutMs < 1 ||
-      timeoutMs > MAX_TIMEOUT_MS)
-  ) {
-    throw new TypeError(
-      `devexit: timeoutMs must be an integer in 1..${MAX_TIMEOUT_MS}; got ${describe(timeoutMs)}`,
-    );
-  }
+  if (config === undefined)
+    throw invalidType('configure() options', 'an object { timeoutMs, onTimeout }', config);
+  const o = checkOptions(config, 'configure() options', ['timeoutMs', 'onTimeout']);
+  const timeoutMs =
+    o.timeoutMs === undefined
+      ? undefined
+      : checkInteger(o.timeoutMs, 'timeoutMs', TIMEOUT_MS_RANGE.min, TIMEOUT_MS_RANGE.max);
+  const onTimeout = o.onTimeout;
   if (onTimeout !== undefined && onTimeout !== 'exit' && onTimeout !== 'warn') {
-    throw new TypeError(`devexit: onTimeout must be 'exit' or 'warn'; got ${describe(onTimeout)}`);
+    throw invalidValue('onTimeout', "'exit' or 'warn'", onTimeout);
   }
+
   const state = coreState();
-  if (timeoutMs !== undefined) state.config.timeoutMs = timeoutMs;
-  if (onTimeout !== undefined) state.config.onTimeout = onTimeout;
-  state.native?.configure(timeoutMs, onTimeout);
-  return { ...state.config };
+  const update: SettingsUpdate = { origin: 'api', ...state.configured };
+  if (timeoutMs !== undefined) {
+    update.timeoutMs = timeoutMs;
+    update.timeoutSource = `configure({ timeoutMs: ${timeoutMs} })`;
+  }
+  if (onTimeout !== undefined) {
+    update.onTimeout = onTimeout;
+    update.onTimeoutSource = `configure({ onTimeout: '${onTimeout}' })`;
+  }
+  state.configured = update;
+  const realm = realmSettings();
+  state.settings = Object.freeze({
+    ...realm,
+    timeoutMs: update.timeoutMs ?? realm.timeoutMs,
+    onTimeout: update.onTimeout ?? realm.onTimeout,
+    sources: Object.freeze({
+      timeoutMs: update.timeoutSource ?? realm.sources.timeoutMs,
+      onTimeout: update.onTimeoutSource ?? realm.sources.onTimeout,
+    }),
+  }) satisfies Settings;
+  state.native?.applySettings(update);
+  return currentConfig();
 }
 
+/** The deadline and policy in force (process-wide with @devexit/native). */
 export function currentConfig(): Required<DevexitConfig> {
-  return { ...coreState().config };
-}
-
-export function configFromEnv(env: NodeJS.ProcessEnv): Required<DevexitConfig> {
-  const config: Required<DevexitConfig> = { timeoutMs: DEFAULT_TIMEOUT_MS, onTimeout: 'exit' };
-  const t = env.DEVEXIT_TIMEOUT_MS;
-  if (t !== undefined && /^[1-9][0-9]*$/.test(t) && Number(t) <= MAX_TIMEOUT_MS) config.timeoutMs = Number(t);
-  if (env.DEVEXIT_ON_TIMEOUT === 'warn') config.onTimeout = 'warn';
-  return config;
+  const s = settings();
+  return { timeoutMs: s.timeoutMs, onTimeout: s.onTimeout };
 }

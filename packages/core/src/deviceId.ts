@@ -1,4 +1,7 @@
 import { coreState } from './state.js';
+import { checkInteger, describe, invalidType, invalidValue } from './validate.js';
+
+export { describe };
 
 /** A device, process-wide: backend type (u16, from the backend's name) and index (u32). */
 export interface DeviceId {
@@ -8,32 +11,19 @@ export interface DeviceId {
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$/;
 
-/** Types of the built-in backends. The native registry uses the same numbers. */
-export const BUILTIN_DEVICE_TYPES: Readonly<Record<string, number>> = Object.freeze({
-  cpu: 1,
-  cuda: 2,
-  hip: 3,
-  wgpu: 4,
-});
+/** Types of the built-in backends. The native registry uses the same numbers. A map without a
+ * prototype: only these names are keys ('constructor' is not). */
+export const BUILTIN_DEVICE_TYPES: Readonly<Record<string, number>> = Object.freeze(
+  Object.assign(Object.create(null) as Record<string, number>, { cpu: 1, cuda: 2, hip: 3, wgpu: 4 }),
+);
 const FIRST_DYNAMIC_TYPE = 16;
 
-export function checkName(value: unknown, argument: string): string {
-  if (typeof value !== 'string' || !NAME.test(value)) {
-    throw new TypeError(
-      `devexit: ${argument} must be a non-empty name of at most 64 letters, digits, '.', '_', ':' or '-'; got ${describe(value)}`,
-    );
-  }
-  return value;
-}
+const NAME_RULE = "a non-empty name of at most 64 letters, digits, '.', '_', ':' or '-'";
 
-/** How a bad argument is named in a TypeError: strings quoted, objects by kind, not by content. */
-export function describe(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (typeof value === 'function') return 'a function';
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'object') return 'an object';
-  return String(value);
+export function checkName(value: unknown, argument: string): string {
+  if (typeof value !== 'string') throw invalidType(argument, NAME_RULE, value);
+  if (!NAME.test(value)) throw invalidValue(argument, NAME_RULE, value);
+  return value;
 }
 
 /**
@@ -46,7 +36,7 @@ export function deviceType(backendName: string): number {
   const state = coreState();
   const known = state.typesByName.get(backendName);
   if (known !== undefined) return known;
-  let type = BUILTIN_DEVICE_TYPES[backendName];
+  let type = Object.hasOwn(BUILTIN_DEVICE_TYPES, backendName) ? BUILTIN_DEVICE_TYPES[backendName] : undefined;
   if (type === undefined) {
     type = state.native ? state.native.deviceType(backendName) : FIRST_DYNAMIC_TYPE + state.typesByName.size;
   }
@@ -72,18 +62,13 @@ export function deviceId(backend: string | number, index: number): DeviceId {
 
 export function checkDeviceId(device: unknown, argument: string): DeviceId {
   if (typeof device !== 'object' || device === null) {
-    throw new TypeError(`devexit: ${argument} must be a DeviceId { type, index }; got ${describe(device)}`);
+    throw invalidType(argument, 'a DeviceId { type, index }', device);
   }
   const { type, index } = device as Record<string, unknown>;
-  if (typeof type !== 'number' || !Number.isInteger(type) || type < 1 || type > 0xffff) {
-    throw new TypeError(`devexit: ${argument}.type must be an integer in 1..65535; got ${describe(type)}`);
-  }
-  if (typeof index !== 'number' || !Number.isInteger(index) || index < 0 || index > 0xffffffff) {
-    throw new TypeError(
-      `devexit: ${argument}.index must be an integer in 0..4294967295; got ${describe(index)}`,
-    );
-  }
-  return { type, index };
+  return {
+    type: checkInteger(type, `${argument}.type`, 1, 0xffff),
+    index: checkInteger(index, `${argument}.index`, 0, 0xffffffff),
+  };
 }
 
 export function formatDeviceId(device: DeviceId): string {

@@ -1,5 +1,6 @@
 import type { DeviceId } from './deviceId.js';
 import { formatDeviceId } from './deviceId.js';
+import { describe } from './validate.js';
 
 /** Error codes every backend uses, so callers can branch on `err.code`. */
 export type DevexitErrorCode =
@@ -29,7 +30,7 @@ export class ServiceCloseError extends DevexitError {
   readonly device: DeviceId;
   readonly service: string;
   constructor(device: DeviceId, service: string, cause: unknown) {
-    const why = cause instanceof Error ? cause.message : String(cause);
+    const why = cause instanceof Error ? cause.message : describe(cause);
     super(
       'ERR_DEVEXIT_SERVICE_CLOSE',
       `devexit: closing ${formatDeviceId(device)}/${service} failed: ${why}`,
@@ -53,7 +54,7 @@ export function deviceClosedError(device: DeviceId, what: string): DevexitError 
 export function outOfRangeError(what: string, value: unknown, range: string): DevexitError {
   return new DevexitError(
     'ERR_DEVEXIT_OUT_OF_RANGE',
-    `devexit: ${what} out of range: ${String(value)} (${range})`,
+    `devexit: ${what} out of range: ${describe(value)} (${range})`,
   );
 }
 

@@ -13,13 +13,7 @@ export {
   type ProbeResult,
   type Queue,
 } from './backend.js';
-export {
-  configure,
-  currentConfig,
-  DEFAULT_TIMEOUT_MS,
-  type DevexitConfig,
-  type OnTimeout,
-} from './config.js';
+export { configure, currentConfig, type DevexitConfig } from './config.js';
 export {
   BUILTIN_DEVICE_TYPES,
   checkDeviceId,
@@ -55,5 +49,25 @@ import { isExiting as isExitingImpl } from './registry.js';
  * getter: it is called on hot paths (every enqueue), and a getter costs more than the read.
  */
 export const isExiting: () => boolean = isExitingImpl;
-export { type CloseReportEntry, formatReportLine, parseReportLines, type ReportMode } from './report.js';
-export type { NativeBridge } from './state.js';
+export { type CloseReportEntry, formatReportLine, parseReportLines } from './report.js';
+export {
+  DEFAULT_TIMEOUT_MS,
+  envInteger,
+  envSwitch,
+  type Layers,
+  type OnTimeout,
+  parseSettings,
+  type ReportMode,
+  type Settings,
+  settings,
+  TIMEOUT_MS_RANGE,
+} from './settings.js';
+export type { NativeBridge, SettingsUpdate } from './state.js';
+export {
+  type ArgumentErrorCode,
+  DevexitRangeError,
+  DevexitTypeError,
+  invalidType,
+  invalidValue,
+  outOfRange,
+} from './validate.js';

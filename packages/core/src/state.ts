@@ -1,5 +1,18 @@
-import { configFromEnv, type DevexitConfig } from './config.js';
-import { type CloseReportEntry, type ReportMode, reportModeFromEnv } from './report.js';
+import type { CloseReportEntry } from './report.js';
+import type { Layers, OnTimeout, ReportMode, Settings } from './settings.js';
+
+/** A settings update pushed into the native registry (see devexit_host.h). */
+export interface SettingsUpdate {
+  /** 'env': fills only what still has its default (the first copy to load decides); 'api': configure(). */
+  origin: 'env' | 'api';
+  timeoutMs?: number;
+  onTimeout?: OnTimeout;
+  layers?: Layers;
+  report?: ReportMode;
+  /** How warnings name the values: 'DEVEXIT_TIMEOUT_MS=500', 'configure({ timeoutMs: 500 })'. */
+  timeoutSource?: string;
+  onTimeoutSource?: string;
+}
 
 /** What @devexit/native plugs into core (see installNativeBridge). */
 export interface NativeBridge {
@@ -7,70 +20,99 @@ export interface NativeBridge {
   isExiting(): boolean;
   /** A view of the native exiting flag, when the runtime allows external buffers. */
   exitingView: Uint32Array | undefined;
+  /** Runs the native closes from this JS thread; exitCode: the exit's (a deadline may end it). */
   closeAll(layer: string, markExiting: boolean, exitCode?: number): number;
-  configure(timeoutMs: number | undefined, onTimeout: 'exit' | 'warn' | undefined): void;
+  applySettings(update: SettingsUpdate): void;
+  /** The settings in force in the process (the registry owner's). */
+  settings(): Settings;
   report(): CloseReportEntry[];
   forget(type: number, index: number, service: string): number;
-  /** The JS exit layer is enabled (not disabled by DEVEXIT_GUARD / DEVEXIT_LAYERS). */
-  jsLayerEnabled: boolean;
+  /** A JS close starts (main thread): the native watchdog bounds it by the deadline. exitCode < 0: explicit. */
+  jsCloseBegin(layer: string, exitCode: number, type: number, index: number, service: string): void;
+  /** It returned (or a nested exit abandoned it): true if past the deadline. */
+  jsCloseEnd(): boolean;
 }
 
 export interface JsEntry {
   type: number;
   index: number;
   service: string;
-  close: () => void;
+  close: () => unknown;
   seq: number;
+}
+
+/** The JS closes being run, so that an exit called from inside one continues them. */
+export interface CloseRun {
+  layer: string;
+  /** The code of the exit being closed for; undefined for closeServices(). */
+  exitCode: number | undefined;
+  markExiting: boolean;
+  /** closeServices(): results are returned, not printed. */
+  explicit: boolean;
+  /** The native watchdog bounds each JS close (main thread, @devexit/native loaded). */
+  watched: boolean;
+  /** performance.now() past which a JS close counts as timed out (without the native watchdog). */
+  deadline: number;
+  /** DEVEXIT_REPORT in force: what the exit layer prints per close. */
+  report: ReportMode;
+  queue: JsEntry[];
+  next: number;
+  current: JsEntry | undefined;
+  currentStart: number;
+  nativeDone: boolean;
+  done: boolean;
+  entries: CloseReportEntry[];
 }
 
 export interface CoreState {
-  version: 1;
+  version: 2;
   entries: Map<string, JsEntry>;
   seq: number;
   exiting: boolean;
-  closing: boolean;
+  run: CloseRun | undefined;
+  /** The JS exit layer ran (or an exit continued a run) in this realm. */
+  exitLayerRan: boolean;
   typesByName: Map<string, number>;
   namesByType: Map<number, string>;
   native: NativeBridge | undefined;
-  config: Required<DevexitConfig>;
+  /** This realm's settings (environment, then configure()); parsed on first use. */
+  settings: Settings | undefined;
+  /** What configure() set, pushed to the native registry when it loads. */
+  configured: SettingsUpdate | undefined;
+  warned: Set<string>;
   report: CloseReportEntry[];
-  reportMode: ReportMode;
-  listenerInstalled: boolean;
-  guardDisabled: boolean;
+  hooksInstalled: boolean;
 }
 
-const KEY = Symbol.for('@devexit/core/state@1');
+// @2: the shape changed; an older core in the same realm keeps its own state.
+const KEY = Symbol.for('@devexit/core/state@2');
 
 let cached: CoreState | undefined;
 
-/** One state per JS realm, shared by every copy of @devexit/core loaded into it. */
+/** One state per JS realm, shared by every copy of @devexit/core (of this shape) loaded into it. */
 export function coreState(): CoreState {
   if (cached) return cached;
   const g = globalThis as unknown as Record<symbol, CoreState | undefined>;
   let state = g[KEY];
   if (!state) {
-    state = createState();
+    state = {
+      version: 2,
+      entries: new Map(),
+      seq: 0,
+      exiting: false,
+      run: undefined,
+      exitLayerRan: false,
+      typesByName: new Map(),
+      namesByType: new Map(),
+      native: undefined,
+      settings: undefined,
+      configured: undefined,
+      warned: new Set(),
+      report: [],
+      hooksInstalled: false,
+    };
     Object.defineProperty(globalThis, KEY, { value: state, enumerable: false });
   }
   cached = state;
   return state;
-}
-
-function createState(): CoreState {
-  const guard = process.env.DEVEXIT_GUARD;
-  return {
-    version: 1,
-    entries: new Map(),
-    seq: 0,
-    exiting: false,
-    closing: false,
-    typesByName: new Map(),
-    namesByType: new Map(),
-    native: undefined,
-    config: configFromEnv(process.env),
-    report: [],
-    reportMode: reportModeFromEnv(process.env.DEVEXIT_REPORT),
-    listenerInstalled: false,
-    guardDisabled: guard === '0' || guard === 'off' || guard === 'false',
-  };
 }

@@ -35,7 +35,7 @@ describe('@devexit/core without native', () => {
   it('bad input throws a TypeError naming the argument', () => {
     const dev = deviceId('cpu', 0);
     expect(() => deviceId('cpu', -1)).toThrow(/device\.index must be an integer in 0\.\.4294967295; got -1/);
-    expect(() => deviceId('cpu', 1.5)).toThrow(TypeError);
+    expect(() => deviceId('cpu', 1.5)).toThrow(RangeError);
     expect(() => deviceId('cpu', 2 ** 32)).toThrow(/device\.index/);
     expect(() => deviceId('', 0)).toThrow(/backendName must be a non-empty name/);
     expect(() => closeAtExit(dev, '', () => {})).toThrow(/serviceType must be a non-empty name/);

@@ -2,12 +2,31 @@
 // device's target the first time a queue launches one.
 #pragma once
 
+#include <cstdint>
+
 namespace devexit_hip {
 
 constexpr unsigned kBlock = 64;      // threads per block for element-wise kernels
 constexpr unsigned kSumBlock = 256;  // sum_f32 reduces in one block of this many threads
 
-constexpr const char *kBuiltinNames[] = {"fill_u32", "copy", "saxpy_f32", "sum_f32"};
+// What the queue thread needs to launch a built-in safely even if JS validation was bypassed: the
+// argument kinds (devexit::ArgKind: buffer 1, u32 2, f32 4) and which buffers hold n elements (n
+// is the last argument; the others hold one). In core's BUILTIN_KERNELS order (kernel id -1 - i).
+struct BuiltinKernel {
+  const char *name;
+  uint32_t nargs;
+  uint32_t kinds[4];
+  bool holds_n[4];
+  bool one_block;  // reduces in a single block of kSumBlock threads
+};
+
+constexpr BuiltinKernel kBuiltins[] = {
+    {"fill_u32", 3, {1, 2, 2, 0}, {true, false, false, false}, false},
+    {"copy", 3, {1, 1, 2, 0}, {true, true, false, false}, false},
+    {"saxpy_f32", 4, {1, 1, 4, 2}, {true, true, false, false}, false},
+    {"sum_f32", 3, {1, 1, 2, 0}, {true, false, false, false}, true},
+};
+constexpr uint32_t kBuiltinCount = sizeof kBuiltins / sizeof kBuiltins[0];
 
 constexpr const char *kBuiltinSource = R"HIP(
 extern "C" __global__ void fill_u32(unsigned int* out, unsigned int value, unsigned int n) {

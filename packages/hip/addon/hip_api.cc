@@ -17,14 +17,26 @@ bool Sym(void *lib, const char *name, F *out) {
   return *out != nullptr;
 }
 
-std::mutex g_mu;
-const HipApi *g_api = nullptr;
-std::string g_error;
+struct Loaded {
+  std::mutex mu;
+  const HipApi *api = nullptr;
+  std::string error;
+};
+Loaded &TheLoaded() {
+  static Loaded &loaded = *new Loaded();  // never destroyed: exit layers may still ask
+  return loaded;
+}
+
+std::string Setting(const char *name) {
+  const char *v = getenv(name);
+  return v ? v : "";
+}
 
 const HipApi *LoadOnce(std::string *error) {
+  const std::string library = Setting("DEVEXIT_HIP_LIBRARY");
   std::vector<std::string> candidates;
-  if (const char *env = getenv("DEVEXIT_HIP_LIBRARY"); env && *env) {
-    candidates.push_back(env);
+  if (!library.empty()) {
+    candidates.push_back(library);
   } else {
     candidates = {"libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"};
   }
@@ -42,7 +54,7 @@ const HipApi *LoadOnce(std::string *error) {
   }
   if (!lib) {
     *error = "libamdhip64 not found (" + tried + ")" +
-             (getenv("DEVEXIT_HIP_LIBRARY") ? "" : "; install ROCm's HIP runtime or set DEVEXIT_HIP_LIBRARY");
+             (library.empty() ? "; install ROCm's HIP runtime or set DEVEXIT_HIP_LIBRARY" : "");
     return nullptr;
   }
   auto *api = new HipApi();  // lives for the process, like the library
@@ -90,7 +102,8 @@ const HipApi *LoadOnce(std::string *error) {
   if (!dlsym(lib, "hiprtcCompileProgram")) {
     rtc = nullptr;
     std::vector<std::string> rtc_names;
-    if (const char *env = getenv("DEVEXIT_HIPRTC_LIBRARY"); env && *env) rtc_names.push_back(env);
+    const std::string rtc_library = Setting("DEVEXIT_HIPRTC_LIBRARY");
+    if (!rtc_library.empty()) rtc_names.push_back(rtc_library);
     rtc_names.insert(rtc_names.end(), {"libhiprtc.so", "libhiprtc.so.6", "libhiprtc.so.5"});
     for (const auto &n : rtc_names) {
       rtc = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -117,18 +130,23 @@ const HipApi *LoadOnce(std::string *error) {
 }  // namespace
 
 const HipApi *LoadHip(std::string *error) {
-  std::lock_guard<std::mutex> lock(g_mu);
-  if (!g_api && g_error.empty()) {
-    g_api = LoadOnce(&g_error);
-  }
-  if (!g_api && error) *error = g_error;
-  return g_api;
+  Loaded &l = TheLoaded();
+  std::lock_guard<std::mutex> lock(l.mu);
+  if (!l.api && l.error.empty()) l.api = LoadOnce(&l.error);
+  if (!l.api && error) *error = l.error;
+  return l.api;
 }
 
 std::string HipErrorName(const HipApi *api, hipError_t e) {
   const char *name = api && api->hipGetErrorName ? api->hipGetErrorName(e) : nullptr;
-  return std::string(name ? name : "hipError") + " (" + std::to_string(e) + ")";
+  return name && *name ? name : "hipErrorUnknown";
 }
+
+std::string HipErrorText(const HipApi *api, hipError_t e) {
+  return HipErrorName(api, e) + " (" + std::to_string(e) + ")";
+}
+
+std::string HiprtcErrorText(hiprtcResult r) { return HiprtcErrorName(r) + " (" + std::to_string(r) + ")"; }
 
 std::string HiprtcErrorName(hiprtcResult r) {
   static const char *const names[] = {"HIPRTC_SUCCESS",
@@ -143,8 +161,7 @@ std::string HiprtcErrorName(hiprtcResult r) {
                                       "HIPRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION",
                                       "HIPRTC_ERROR_NAME_EXPRESSION_NOT_VALID",
                                       "HIPRTC_ERROR_INTERNAL_ERROR"};
-  std::string name = r >= 0 && r < 12 ? names[r] : r == 100 ? "HIPRTC_ERROR_LINKING" : "HIPRTC_ERROR_UNKNOWN";
-  return name + " (" + std::to_string(r) + ")";
+  return r >= 0 && r < 12 ? names[r] : r == 100 ? "HIPRTC_ERROR_LINKING" : "HIPRTC_ERROR_UNKNOWN";
 }
 
 std::string RefuseArch(const HipApi *api, const std::string &arch) {

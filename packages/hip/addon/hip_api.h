@@ -57,13 +57,18 @@ struct HipApi {
   bool has_rtc() const { return hiprtcCompileProgram != nullptr; }
 };
 
-// Loads once per process (DEVEXIT_HIP_LIBRARY, else libamdhip64.so, .so.6, .so.5). Returns null
-// and sets *error (every attempt, with dlerror) when nothing loads or a required symbol is missing.
+// Loads once per process (DEVEXIT_HIP_LIBRARY, else libamdhip64.so, .so.6, .so.5; hiprtc from it
+// or DEVEXIT_HIPRTC_LIBRARY, else libhiprtc.so*). These two settings are read here and nowhere
+// else. Returns null and sets *error (every attempt, with dlerror) when nothing loads or a
+// required symbol is missing.
 const HipApi *LoadHip(std::string *error);
 
-// "hipErrorNoDevice (100)"
+// The runtime's name for an error ("hipErrorNoDevice"), as JS errors carry it, and the same with
+// its number ("hipErrorNoDevice (100)") for messages.
 std::string HipErrorName(const HipApi *api, hipError_t e);
+std::string HipErrorText(const HipApi *api, hipError_t e);
 std::string HiprtcErrorName(hiprtcResult r);
+std::string HiprtcErrorText(hiprtcResult r);
 
 // A refusal message when hiprtc of this runtime is known to abort the process for the target
 // (ROCm 5.x comgr aborts on targets newer than it knows), else empty.

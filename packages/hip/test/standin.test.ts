@@ -72,9 +72,20 @@ describe('hip kernels and errors (stand-in libamdhip64)', () => {
     const d = await backend.open(0);
     const q = d.queue();
     const small = q.alloc(16);
-    q.launch(d.kernel('fill_u32'), 1024, [small, { u32: 1 }, { u32: 1024 }]); // past the end of the buffer
+    // A built-in that would run past its buffer is refused before it reaches the device...
+    expect(() => q.launch(d.kernel('fill_u32'), 1024, [small, { u32: 1 }, { u32: 1024 }])).toThrow(
+      expect.objectContaining({ code: 'ERR_DEVEXIT_OUT_OF_RANGE' }),
+    );
+    // ...a user kernel is the device's business: past the end of the buffer, HIP says so.
+    const add = await d.loadKernel(ADD, 'add_u32');
+    q.launch(add, 1024, [small, { u32: 1 }, { u32: 1024 }]);
     const err = await failure(() => q.flush());
-    expect(err).toMatchObject({ code: 'ERR_DEVEXIT_BACKEND', hipError: 'hipErrorIllegalAddress' });
+    expect(err).toMatchObject({
+      code: 'ERR_DEVEXIT_BACKEND',
+      vendorError: 'hipErrorIllegalAddress',
+      hipError: 'hipErrorIllegalAddress',
+    });
+    expect(String(err?.message)).toContain('hipErrorIllegalAddress (700)');
     q.launch(d.kernel('fill_u32'), 4, [small, { u32: 9 }, { u32: 4 }]);
     expect(u32(await q.read(small))).toEqual(new Uint32Array(4).fill(9));
     q.free(small);

@@ -1,25 +1,42 @@
-// The JS surface of the registry. Thin: option handling lives in src/ (TS).
+// The JS surface of the registry. Thin: option handling and validation live in @devexit/core and
+// src/ (TS). Every call goes through the host table of the registry's owner, which may be another
+// copy of this package, of another version: fields added after host ABI 1 are used only when the
+// owner has them.
 #include <napi.h>
 
+#include <cstddef>
 #include <string>
 
-#include "registry.h"
+#include "internal.h"
 
 namespace devexit {
-const devexit_registry_v1 *Registry();
-const devexit_host_v1 *Host();
-bool IsOwner();
-const char *LoadError();
-const char *OtherCopyPath();
-
 namespace {
 
+bool HostV2() {
+  const devexit_host_v1 *h = Host();
+  return h->abi_version >= 2 && h->struct_size >= offsetof(devexit_host_v1, take_warnings) + sizeof h->take_warnings;
+}
 
-// Reads one of the registry's JSON texts (report_json, state_json): length first, then the text.
-std::string ReadJson(size_t (*fn)(char *, size_t)) {
+// Reads one of the registry's texts (report_json, state_json, take_warnings): length, then text.
+std::string ReadText(size_t (*fn)(char *, size_t)) {
   std::string out(fn(nullptr, 0), '\0');
-  if (!out.empty()) fn(&out[0], out.size() + 1);
+  while (!out.empty()) {
+    const size_t need = fn(&out[0], out.size() + 1);
+    if (need <= out.size()) {
+      out.resize(need);
+      break;
+    }
+    out.assign(need, '\0');  // it grew between the calls
+  }
   return out;
+}
+
+std::string StringArg(const Napi::CallbackInfo &info, size_t i, const char *fallback) {
+  return info.Length() > i && info[i].IsString() ? info[i].As<Napi::String>().Utf8Value() : fallback;
+}
+
+int32_t IntArg(const Napi::CallbackInfo &info, size_t i, int32_t fallback) {
+  return info.Length() > i && info[i].IsNumber() ? info[i].As<Napi::Number>().Int32Value() : fallback;
 }
 
 Napi::Value IsExiting(const Napi::CallbackInfo &info) {
@@ -44,52 +61,98 @@ Napi::Value ExitingFlagBuffer(const Napi::CallbackInfo &info) {
 }
 
 Napi::Value DeviceType(const Napi::CallbackInfo &info) {
-  std::string name = info[0].As<Napi::String>();
-  int id = Registry()->device_type(name.c_str());
-  if (id <= 0) throw Napi::Error::New(info.Env(), "devexit: cannot assign a device type to '" + name + "'");
+  if (info.Length() < 1 || !info[0].IsString()) throw Napi::TypeError::New(info.Env(), "devexit: name must be a string");
+  const std::string name = info[0].As<Napi::String>();
+  const int id = Registry()->device_type(name.c_str());
+  if (id <= 0) throw Napi::Error::New(info.Env(), "devexit: cannot assign a device type (status " + std::to_string(id) + ")");
   return Napi::Number::New(info.Env(), id);
 }
 
 Napi::Value Forget(const Napi::CallbackInfo &info) {
   devexit_device_id id;
-  id.type = static_cast<uint16_t>(info[0].As<Napi::Number>().Uint32Value());
-  id.index = info[1].As<Napi::Number>().Uint32Value();
-  std::string service = info[2].As<Napi::String>();
+  id.type = static_cast<uint16_t>(IntArg(info, 0, 0));
+  id.index = info.Length() > 1 && info[1].IsNumber() ? info[1].As<Napi::Number>().Uint32Value() : 0;
+  const std::string service = StringArg(info, 2, "");
   return Napi::Number::New(info.Env(), Registry()->forget(id, service.c_str()));
 }
 
-// closeAll(layer, markExiting, exitCode?): exitCode given (the 'exit' event's) means a deadline
-// may end the process with it, per the configured onTimeout.
+// closeAll(layer, markExiting, exitCode?): from a JS thread. exitCode given (the exit's) means a
+// deadline may end the process with it, per the onTimeout policy in force.
 Napi::Value CloseAll(const Napi::CallbackInfo &info) {
-  std::string layer = info[0].As<Napi::String>();
-  bool mark = info[1].As<Napi::Boolean>();
+  const std::string layer = StringArg(info, 0, "explicit");
+  const bool mark = info.Length() > 1 && info[1].ToBoolean().Value();
+  const bool has_code = info.Length() > 2 && info[2].IsNumber();
+  const int code = IntArg(info, 2, -1);
   int failures;
-  if (info.Length() > 2 && info[2].IsNumber() && IsOwner()) {
-    failures = RunClose(layer.c_str(), mark, TimeoutAction::kExitNow, info[2].As<Napi::Number>().Int32Value());
+  if (HostV2()) {
+    const uint32_t flags = (mark ? DEVEXIT_CLOSE_MARK_EXITING : 0u) | (has_code ? DEVEXIT_CLOSE_EXIT_CODE : 0u);
+    failures = Host()->close_from_js(layer.c_str(), flags, code);
   } else {
-    if (info.Length() > 2 && info[2].IsNumber()) Host()->set_exit_code(info[2].As<Napi::Number>().Int32Value());
+    if (has_code) Host()->set_exit_code(code);
     failures = Host()->close_all(layer.c_str(), mark ? 1 : 0);
   }
   return Napi::Number::New(info.Env(), failures);
 }
 
-Napi::Value Configure(const Napi::CallbackInfo &info) {
-  int64_t timeout = info[0].IsNumber() ? info[0].As<Napi::Number>().Int64Value() : -1;
-  int on_timeout = info[1].IsNumber() ? info[1].As<Napi::Number>().Int32Value() : -1;
-  Host()->configure(timeout, on_timeout);
+// applySettings({ origin, timeoutMs, onTimeout, layers, report, timeoutSource, onTimeoutSource }):
+// numbers as in devexit_host.h, absent = unchanged. Returns the status.
+Napi::Value BindApplySettings(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsObject()) throw Napi::TypeError::New(env, "devexit: settings must be an object");
+  Napi::Object o = info[0].As<Napi::Object>();
+  auto number = [&](const char *key) -> int64_t {
+    Napi::Value v = o.Get(key);
+    return v.IsNumber() ? v.As<Napi::Number>().Int64Value() : -1;
+  };
+  auto text = [&](const char *key) -> std::string {
+    Napi::Value v = o.Get(key);
+    return v.IsString() ? v.As<Napi::String>().Utf8Value() : std::string();
+  };
+  const std::string timeout_source = text("timeoutSource"), on_timeout_source = text("onTimeoutSource");
+  devexit_settings_v1 s{};
+  s.struct_size = sizeof s;
+  s.origin = text("origin") == "api" ? DEVEXIT_SETTINGS_FROM_API : DEVEXIT_SETTINGS_FROM_ENV;
+  s.timeout_ms = number("timeoutMs");
+  s.on_timeout = static_cast<int32_t>(number("onTimeout"));
+  s.layers = static_cast<int32_t>(number("layers"));
+  s.report = static_cast<int32_t>(number("report"));
+  s.timeout_source = timeout_source.empty() ? nullptr : timeout_source.c_str();
+  s.on_timeout_source = on_timeout_source.empty() ? nullptr : on_timeout_source.c_str();
+  if (HostV2()) return Napi::Number::New(env, Host()->apply_settings(&s));
+  // An older owner knows only the deadline and the policy.
+  Host()->configure(s.timeout_ms, s.on_timeout);
+  return Napi::Number::New(env, DEVEXIT_OK);
+}
+
+// jsCloseBegin(layer, exitCode, type, index, service): exitCode < 0 for an explicit close.
+Napi::Value BindJsCloseBegin(const Napi::CallbackInfo &info) {
+  if (!HostV2()) return info.Env().Undefined();
+  const std::string layer = StringArg(info, 0, "js-exit"), service = StringArg(info, 4, "");
+  devexit_device_id id;
+  id.type = static_cast<uint16_t>(IntArg(info, 2, 0));
+  id.index = info.Length() > 3 && info[3].IsNumber() ? info[3].As<Napi::Number>().Uint32Value() : 0;
+  Host()->js_close_begin(layer.c_str(), IntArg(info, 1, -1), id, service.c_str());
   return info.Env().Undefined();
 }
 
-Napi::Value Report(const Napi::CallbackInfo &info) { return Napi::String::New(info.Env(), ReadJson(Host()->report_json)); }
-Napi::Value State(const Napi::CallbackInfo &info) { return Napi::String::New(info.Env(), ReadJson(Host()->state_json)); }
+Napi::Value BindJsCloseEnd(const Napi::CallbackInfo &info) {
+  return Napi::Boolean::New(info.Env(), HostV2() && Host()->js_close_end() != 0);
+}
+
+Napi::Value BindTakeWarnings(const Napi::CallbackInfo &info) {
+  return Napi::String::New(info.Env(), HostV2() ? ReadText(Host()->take_warnings) : std::string());
+}
+
+Napi::Value Report(const Napi::CallbackInfo &info) { return Napi::String::New(info.Env(), ReadText(Host()->report_json)); }
+Napi::Value State(const Napi::CallbackInfo &info) { return Napi::String::New(info.Env(), ReadText(Host()->state_json)); }
 
 Napi::Value JsArmMainThread(const Napi::CallbackInfo &info) {
-  std::string by = info.Length() > 0 && info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : "module_init";
+  const std::string by = StringArg(info, 0, "module_init");
   return Napi::Boolean::New(info.Env(), Host()->arm_main_thread(by.c_str()) != 0);
 }
 
-Napi::Value SetExitCode(const Napi::CallbackInfo &info) {
-  Host()->set_exit_code(info[0].As<Napi::Number>().Int32Value());
+Napi::Value BindSetExitCode(const Napi::CallbackInfo &info) {
+  Host()->set_exit_code(IntArg(info, 0, -1));
   return info.Env().Undefined();
 }
 
@@ -98,10 +161,11 @@ Napi::Value SetExitCode(const Napi::CallbackInfo &info) {
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   if (const char *err = LoadError()) throw Napi::Error::New(env, std::string("devexit: ") + err);
   if (!Registry() || !Host()) throw Napi::Error::New(env, "devexit: the registry failed to initialise");
-  // Loaded first in a Worker, the .init_array constructor could not arm the main-thread guard.
+  // Loaded first in a Worker, the load-time constructor could not arm the main-thread guard.
   Host()->arm_main_thread("module_init");
 
   exports["abiVersion"] = Napi::Number::New(env, DEVEXIT_ABI_VERSION);
+  exports["hostAbiVersion"] = Napi::Number::New(env, Host()->abi_version);
   exports["isOwner"] = Napi::Boolean::New(env, IsOwner());
   exports["registryAddress"] =
       Napi::BigInt::New(env, static_cast<uint64_t>(reinterpret_cast<uintptr_t>(Registry())));
@@ -111,11 +175,14 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports["deviceType"] = Napi::Function::New(env, DeviceType, "deviceType");
   exports["forget"] = Napi::Function::New(env, Forget, "forget");
   exports["closeAll"] = Napi::Function::New(env, CloseAll, "closeAll");
-  exports["configure"] = Napi::Function::New(env, Configure, "configure");
+  exports["applySettings"] = Napi::Function::New(env, BindApplySettings, "applySettings");
+  exports["jsCloseBegin"] = Napi::Function::New(env, BindJsCloseBegin, "jsCloseBegin");
+  exports["jsCloseEnd"] = Napi::Function::New(env, BindJsCloseEnd, "jsCloseEnd");
+  exports["takeWarnings"] = Napi::Function::New(env, BindTakeWarnings, "takeWarnings");
   exports["report"] = Napi::Function::New(env, Report, "report");
   exports["state"] = Napi::Function::New(env, State, "state");
   exports["armMainThread"] = Napi::Function::New(env, JsArmMainThread, "armMainThread");
-  exports["setExitCode"] = Napi::Function::New(env, SetExitCode, "setExitCode");
+  exports["setExitCode"] = Napi::Function::New(env, BindSetExitCode, "setExitCode");
   return exports;
 }
 

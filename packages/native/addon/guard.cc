@@ -1,32 +1,26 @@
-// Exit layers that do not need JS: the main-thread thread_local guard (glibc runs a thread's TLS
-// destructors in exit() before any atexit handler) and late on_exit hooks. Also the rendezvous
-// that makes a second copy of this addon use the first copy's registry.
-#include <dlfcn.h>
-#include <link.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
+// Exit layers that do not need JS: the main-thread thread_local guard (glibc only: exit() runs the
+// exiting thread's TLS destructors before any exit handler) and late exit handlers (on_exit on
+// glibc, atexit elsewhere). Also the rendezvous that makes a second copy of this addon use the
+// first copy's registry.
 #include <mutex>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "registry.h"
+#include "internal.h"
 
-extern "C" __attribute__((visibility("default"))) int devexit_get_registry(uint32_t abi_version,
-                                                                          const devexit_registry_v1 **out);
-extern "C" __attribute__((visibility("default"))) int devexit_get_host(uint32_t abi_version,
-                                                                      const devexit_host_v1 **out);
+#if DEVEXIT_HAVE_TLS_GUARD
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+extern "C" DEVEXIT_EXPORT int devexit_get_registry(uint32_t abi_version, const devexit_registry_v1 **out);
+extern "C" DEVEXIT_EXPORT int devexit_get_host(uint32_t abi_version, const devexit_host_v1 **out);
 
 namespace devexit {
-std::string ConfigJson();
-
 namespace {
 
-// Set once in the load constructor (serialised by the dynamic loader's lock), read-only after.
+// Set once while the addon loads (serialised by the dynamic loader's lock), read-only after.
 const devexit_registry_v1 *g_registry = nullptr;
 const devexit_host_v1 *g_host = nullptr;
 bool g_owner = false;
@@ -36,103 +30,151 @@ std::string *g_load_error = nullptr;
 struct GuardState {
   std::mutex mu;
   std::string tls_armed_by;
+  bool asked_off_main = false;  // arming was asked from a thread that is not the main one
   std::set<std::string> runtimes;
-  std::vector<std::string> atexit_hooks;
+  std::vector<std::string> exit_hooks;
 };
 GuardState &G() {
-  static GuardState *g = new GuardState();
-  return *g;
+  static GuardState &g = *new GuardState();
+  return g;
 }
 
-bool OnMainThread() { return syscall(SYS_gettid) == getpid(); }
-
-void LateExitHook(int status, void *) {
+void LateExit(int status) {
   if (!(EnabledLayers() & kLayerAtexit)) return;
-  RunClose("atexit", true, TimeoutAction::kExitNow, status);
+  CloseRequest req;
+  req.layer = "atexit";
+  req.mark_exiting = true;
+  req.on_deadline = TimeoutAction::kExitNow;
+  req.exit_code = status;
+  RunClose(req);
 }
+
+#if DEVEXIT_HAVE_ON_EXIT
+void LateExitHook(int status, void *) { LateExit(status); }
+void FastExitHook(int status, void *) { QuickExit(status); }
+#else
+void LateExitHook() { LateExit(-1); }  // atexit handlers cannot see the status
+#endif
+
+// One more exit handler, registered now: it runs before every handler registered earlier (a
+// runtime's lazily registered teardown included). Says so when it cannot be armed.
+void AddLateExitHook(const std::string &why) {
+#if DEVEXIT_HAVE_ON_EXIT
+  const bool ok = on_exit(LateExitHook, nullptr) == 0;
+#else
+  const bool ok = atexit(LateExitHook) == 0;
+#endif
+  if (ok) {
+    G().exit_hooks.push_back(why);
+    return;
+  }
+  const std::string text = "devexit: could not install an exit handler (" + why +
+                           "): services are not closed by the atexit layer on this exit path";
+  AddWarning(text);
+  WriteStderr(text + "\n");  // may be on a service thread with no JS to emit it
+}
+
+#if DEVEXIT_HAVE_TLS_GUARD
+bool OnMainThread() { return syscall(SYS_gettid) == getpid(); }
 
 struct MainThreadGuard {
   bool armed = false;
   ~MainThreadGuard() {
-    if (armed && (EnabledLayers() & kLayerTls)) RunClose("tls", true, TimeoutAction::kExitFirstHook, -1);
+    if (!armed || !(EnabledLayers() & kLayerTls)) return;
+    CloseRequest req;
+    req.layer = "tls";
+    req.mark_exiting = true;
+    req.on_deadline = TimeoutAction::kExitFirstHook;
+    RunClose(req);
   }
 };
 thread_local MainThreadGuard t_guard;
+#endif
 
-int CollectNames(struct dl_phdr_info *info, size_t, void *data) {
-  auto *names = static_cast<std::vector<std::string> *>(data);
-  if (info->dlpi_name && strstr(info->dlpi_name, ".node")) names->emplace_back(info->dlpi_name);
-  return 0;
-}
-
-// Another copy of @devexit/native already loaded in this process (different path)?
-devexit_get_registry_fn FindOtherCopy(std::string *path) {
-  std::vector<std::string> names;
-  dl_iterate_phdr(CollectNames, &names);  // names only: no dlopen under the phdr lock
-  for (const std::string &name : names) {
-    void *h = dlopen(name.c_str(), RTLD_LAZY | RTLD_NOLOAD);
-    if (!h) continue;
-    auto fn = reinterpret_cast<devexit_get_registry_fn>(dlsym(h, DEVEXIT_GET_REGISTRY_SYMBOL));
-    dlclose(h);
-    if (fn && fn != &devexit_get_registry) {
-      *path = name;
-      return fn;
-    }
+int ArmOwnGuard(const char *by) {
+#if DEVEXIT_HAVE_TLS_GUARD
+  std::lock_guard<std::mutex> lock(G().mu);
+  if (!OnMainThread()) {
+    if (!t_guard.armed) G().asked_off_main = true;
+    return 0;
   }
-  return nullptr;
+  if (!t_guard.armed) {
+    t_guard.armed = true;  // first use on this thread registers its destructor
+    G().tls_armed_by = by ? by : "unknown";
+  }
+  return 1;
+#else
+  (void)by;
+  return 0;  // no such layer here: the JS layer and exit handlers cover the exit paths
+#endif
 }
 
-// Runs from .init_array, under the loader's lock: copies loading at once in two threads are
-// serialised here, so exactly one becomes the owner.
-__attribute__((constructor)) void OnLoad() {
-  std::string other_path;
-  if (devexit_get_registry_fn other = FindOtherCopy(&other_path)) {
+const devexit_host_v1 *OtherHost(const std::string &path) {
+  devexit_get_host_fn get_host = nullptr;
+#if defined(_WIN32)
+  const int n = MultiByteToWideChar(CP_UTF8, 0, path.c_str(), -1, nullptr, 0);
+  std::wstring wide(n > 0 ? n : 1, L'\0');
+  MultiByteToWideChar(CP_UTF8, 0, path.c_str(), -1, &wide[0], n);
+  if (HMODULE m = GetModuleHandleW(wide.c_str()))
+    get_host = reinterpret_cast<devexit_get_host_fn>(
+        reinterpret_cast<void (*)()>(GetProcAddress(m, DEVEXIT_GET_HOST_SYMBOL)));
+#else
+  void *h = dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+  if (!h) return nullptr;
+  void *sym = dlsym(h, DEVEXIT_GET_HOST_SYMBOL);
+  memcpy(&get_host, &sym, sizeof get_host);
+  dlclose(h);
+#endif
+  const devexit_host_v1 *host = nullptr;
+  // Version 1 is all a copy needs; the binding uses later fields when the owner has them.
+  if (!get_host || get_host(1, &host) != DEVEXIT_OK) return nullptr;
+  return host;
+}
+
+// Runs while the addon loads (.init_array), under the loader's lock: copies loading at once in two
+// threads are serialised here, so exactly one becomes the owner.
+void OnLoad() {
+  char path[4096];
+  if (devexit_get_registry_fn other = devexit__lookup(&devexit_get_registry, path, sizeof path)) {
     const devexit_registry_v1 *table = nullptr;
-    int rc = other(DEVEXIT_ABI_VERSION, &table);
-    g_other_path = new std::string(other_path);
-    if (rc != DEVEXIT_OK || !table) {
-      g_load_error = new std::string("another copy of @devexit/native at " + other_path +
-                                     " was loaded first and does not provide registry ABI " +
+    const int rc = other(DEVEXIT_ABI_VERSION, &table);
+    g_other_path = new std::string(path);
+    const char *missing = rc != DEVEXIT_OK || !table ? "registry ABI " : nullptr;
+    const devexit_host_v1 *host = missing ? nullptr : OtherHost(*g_other_path);
+    if (!missing && !host) missing = "host ABI ";
+    if (missing) {
+      g_load_error = new std::string("another copy of @devexit/native at " + *g_other_path +
+                                     " was loaded first and does not provide " + missing +
                                      std::to_string(DEVEXIT_ABI_VERSION) +
-                                     "; install one version (pnpm dedupe / npm dedupe)");
-      return;
-    }
-    void *h = dlopen(other_path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
-    auto get_host = h ? reinterpret_cast<devexit_get_host_fn>(dlsym(h, DEVEXIT_GET_HOST_SYMBOL)) : nullptr;
-    if (h) dlclose(h);
-    const devexit_host_v1 *host = nullptr;
-    if (!get_host || get_host(DEVEXIT_HOST_ABI_VERSION, &host) != DEVEXIT_OK || !host) {
-      g_load_error = new std::string("another copy of @devexit/native at " + other_path +
-                                     " was loaded first and does not provide host ABI " +
-                                     std::to_string(DEVEXIT_HOST_ABI_VERSION) +
                                      "; install one version (pnpm dedupe / npm dedupe)");
       return;
     }
     g_registry = table;
     g_host = host;
-    if (OnMainThread()) g_host->arm_main_thread("init_array (shared copy)");
+    g_host->arm_main_thread("init_array (shared copy)");
     return;
   }
   g_owner = true;
   InitOwnerState();
   g_registry = OwnTable();
   g_host = OwnHostTable();
-  on_exit(LateExitHook, nullptr);
-  G().atexit_hooks.emplace_back("load");
-  if (OnMainThread()) ArmMainThread("init_array");
+  PinSelf();
+  AddLateExitHook("load");
+  ArmOwnGuard("init_array");
 }
+
+const bool g_loaded = (OnLoad(), true);
 
 }  // namespace
 
-int ArmMainThread(const char *by) {
-  if (!g_owner) return g_host ? g_host->arm_main_thread(by) : 0;
-  if (!OnMainThread()) return 0;
-  std::lock_guard<std::mutex> lock(G().mu);
-  if (!t_guard.armed) {
-    t_guard.armed = true;  // first use on this thread registers its destructor
-    G().tls_armed_by = by ? by : "unknown";
-  }
-  return 1;
+int ArmMainThread(const char *by) { return g_owner ? ArmOwnGuard(by) : g_host ? g_host->arm_main_thread(by) : 0; }
+
+bool AddFastExitHook() {
+#if DEVEXIT_HAVE_ON_EXIT
+  return on_exit(FastExitHook, nullptr) == 0;
+#else
+  return false;
+#endif
 }
 
 void RuntimeInitialised(const char *runtime) {
@@ -141,8 +183,24 @@ void RuntimeInitialised(const char *runtime) {
   std::lock_guard<std::mutex> lock(g.mu);
   if (!g.runtimes.insert(runtime).second) return;
   // Registered after the runtime's own (lazy) teardown, so it runs before it.
-  on_exit(LateExitHook, nullptr);
-  g.atexit_hooks.emplace_back(std::string("after ") + runtime);
+  AddLateExitHook(std::string("after ") + runtime);
+}
+
+// Warnings for @devexit/native's JS to emit, once per process. The main-thread guard is checked
+// now, when the layers in force are known: asked from a Worker and never armed since.
+size_t TakeGuardWarnings(char *buf, size_t size) {
+#if DEVEXIT_HAVE_TLS_GUARD
+  {
+    GuardState &g = G();
+    std::lock_guard<std::mutex> lock(g.mu);
+    if (g.asked_off_main && g.tls_armed_by.empty() && (EnabledLayers() & kLayerTls))
+      AddWarning(
+          "devexit: the main-thread guard is not armed: @devexit/native was first loaded in a Worker. Exits that "
+          "skip the 'exit' event rely on exit handlers alone until the main thread loads it; preload it with "
+          "`node -r @devexit/native/register`");
+  }
+#endif
+  return TakeWarnings(buf, size);
 }
 
 size_t StateJson(char *buf, size_t size) {
@@ -150,21 +208,22 @@ size_t StateJson(char *buf, size_t size) {
   std::string out;
   {
     std::lock_guard<std::mutex> lock(g.mu);
-    uint32_t layers = EnabledLayers();
-    out = "{\"owner\":true,\"layers\":{\"js\":" + std::string(layers & kLayerJs ? "true" : "false") +
-          ",\"tls\":" + (layers & kLayerTls ? "true" : "false") +
-          ",\"atexit\":" + (layers & kLayerAtexit ? "true" : "false") + "},\"tls\":{\"armed\":" +
-          (g.tls_armed_by.empty() ? "false" : "true") + ",\"by\":\"" + JsonEscape(g.tls_armed_by) +
-          "\"},\"atexitHooks\":[";
-    for (size_t i = 0; i < g.atexit_hooks.size(); i++)
-      out += (i ? ",\"" : "\"") + JsonEscape(g.atexit_hooks[i]) + "\"";
-    out += "]," + ConfigJson() + ",\"abi\":" + std::to_string(DEVEXIT_ABI_VERSION) + "}";
+    const uint32_t layers = EnabledLayers();
+    out = "{\"owner\":true,\"platform\":\"" + std::string(PlatformName()) + "\",\"available\":{\"tls\":" +
+          (DEVEXIT_HAVE_TLS_GUARD ? "true" : "false") + ",\"exitStatus\":" + (DEVEXIT_HAVE_ON_EXIT ? "true" : "false") +
+          "},\"layers\":{\"js\":" + (layers & kLayerJs ? "true" : "false") +
+          ",\"tls\":" + (layers & kLayerTls ? "true" : "false") + ",\"atexit\":" + (layers & kLayerAtexit ? "true" : "false") +
+          "},\"tls\":{\"armed\":" + (g.tls_armed_by.empty() ? "false" : "true") + ",\"by\":\"" +
+          JsonEscape(g.tls_armed_by) + "\"},\"atexitHooks\":[";
+    for (size_t i = 0; i < g.exit_hooks.size(); i++) out += (i ? ",\"" : "\"") + JsonEscape(g.exit_hooks[i]) + "\"";
+    out += "]," + SettingsJson() + ",\"abi\":" + std::to_string(DEVEXIT_ABI_VERSION) +
+           ",\"hostAbi\":" + std::to_string(DEVEXIT_HOST_ABI_VERSION) + "}";
   }
   return CopyOut(out, buf, size);
 }
 
 // For the binding: the registry this copy uses, and why there is none.
-const devexit_registry_v1 *Registry() { return g_registry; }
+const devexit_registry_v1 *Registry() { return g_loaded ? g_registry : nullptr; }
 const devexit_host_v1 *Host() { return g_host; }
 bool IsOwner() { return g_owner; }
 const char *LoadError() { return g_load_error ? g_load_error->c_str() : nullptr; }

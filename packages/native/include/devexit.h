@@ -86,7 +86,7 @@ typedef struct devexit_registry_v1 {
   int (*device_type)(const char *backend_name);
 
   /* The deadline for a close that starts now, in CLOCK_MONOTONIC nanoseconds: now plus the one
-   * configured timeout (configure({ timeoutMs }) / DEVEXIT_TIMEOUT_MS). Explicit closes
+   * configured timeout (configure({ timeoutMs }) / DEVEXIT_TIMEOUT_MS, 1..2147483647 ms). Explicit closes
    * (device.close()) use it, so that they are bounded exactly as exit closes are. */
   int64_t (*close_deadline_ns)(void);
 } devexit_registry_v1;
@@ -99,65 +99,172 @@ typedef int (*devexit_get_registry_fn)(uint32_t abi_version, const devexit_regis
 } /* extern "C" */
 #endif
 
-/* ---- Locating the registry (Linux/glibc and other ELF dl_iterate_phdr platforms) ---- */
+/* ---- Locating the registry ----
+ * @devexit/native's addon exports devexit_get_registry; Node loads addons privately
+ * (RTLD_LOCAL), so a backend finds it among the loaded modules: ELF platforms through
+ * dl_iterate_phdr, macOS through dyld's image list, Windows through a module snapshot. Only
+ * modules already loaded are considered; nothing is ever loaded. Compiles as C11 and C++17 with no
+ * feature macros (no _GNU_SOURCE needed). */
 #if defined(__linux__) || defined(__FreeBSD__)
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE 1
-#endif
+#define DEVEXIT__LOOKUP_ELF 1
 #include <dlfcn.h>
 #include <link.h>
+#elif defined(__APPLE__)
+#define DEVEXIT__LOOKUP_DYLD 1
+#include <dlfcn.h>
+#include <mach-o/dyld.h>
+#elif defined(_WIN32)
+#define DEVEXIT__LOOKUP_WIN32 1
+#include <windows.h>
+#include <tlhelp32.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define DEVEXIT__MAX_CANDIDATES 64
+#ifdef __cplusplus
+extern "C" {
+#endif
 
-typedef struct devexit__find_state {
-  char names[DEVEXIT__MAX_CANDIDATES][512];
-  int count;
-} devexit__find_state;
+/* Copies a path for messages (path may be NULL). */
+static inline void devexit__copy_path(char *path, size_t path_size, const char *from) {
+  if (!path || !path_size) return;
+  snprintf(path, path_size, "%s", from ? from : "");
+}
+
+#if defined(DEVEXIT__LOOKUP_ELF)
+#if defined(__GLIBC__) && !defined(__USE_GNU)
+/* glibc declares dl_iterate_phdr only under _GNU_SOURCE, which would have to be defined before the
+ * includer's first libc header. Declare it here and read dlpi_name, the second field of
+ * struct dl_phdr_info (an address-sized dlpi_addr comes first: a stable ABI). */
+struct dl_phdr_info;
+extern int dl_iterate_phdr(int (*callback)(struct dl_phdr_info *, size_t, void *), void *data);
+typedef struct devexit__phdr_head {
+  uintptr_t addr;
+  const char *name;
+} devexit__phdr_head;
+#define DEVEXIT__PHDR_NAME(info) (((const devexit__phdr_head *)(const void *)(info))->name)
+#else
+#define DEVEXIT__PHDR_NAME(info) ((info)->dlpi_name)
+#endif
+
+typedef struct devexit__names {
+  char **names;
+  size_t count, capacity;
+} devexit__names;
 
 /* Only collects names: calling dlopen inside dl_iterate_phdr's callback would take the loader's
  * locks in the opposite order to a concurrent dlopen. */
-static int devexit__phdr_cb(struct dl_phdr_info *info, size_t size, void *data) {
+static inline int devexit__phdr_cb(struct dl_phdr_info *info, size_t size, void *data) {
+  devexit__names *st = (devexit__names *)data;
+  const char *name = DEVEXIT__PHDR_NAME(info);
+  size_t len;
+  char *copy;
   (void)size;
-  devexit__find_state *st = (devexit__find_state *)data;
-  const char *name = info->dlpi_name;
-  if (!name || !strstr(name, ".node") || strlen(name) >= sizeof st->names[0]) return 0;
-  if (st->count < DEVEXIT__MAX_CANDIDATES) strcpy(st->names[st->count++], name);
+  if (!name || !strstr(name, ".node")) return 0;
+  if (st->count == st->capacity) {
+    size_t capacity = st->capacity ? st->capacity * 2 : 16;
+    char **grown = (char **)realloc(st->names, capacity * sizeof *grown);
+    if (!grown) return 1;
+    st->names = grown;
+    st->capacity = capacity;
+  }
+  len = strlen(name);
+  copy = (char *)malloc(len + 1);
+  if (!copy) return 1;
+  memcpy(copy, name, len + 1);
+  st->names[st->count++] = copy;
   return 0;
 }
+#endif
 
-static inline devexit_get_registry_fn devexit__lookup(void) {
-  /* heap: 32 KiB is a lot for a small thread stack */
-  devexit__find_state *st = (devexit__find_state *)calloc(1, sizeof *st);
-  devexit_get_registry_fn fn = NULL;
-  if (!st) return NULL;
-  dl_iterate_phdr(devexit__phdr_cb, st);
-  for (int i = 0; i < st->count && !fn; i++) {
-    /* RTLD_NOLOAD: only objects already loaded; never loads anything. */
-    void *h = dlopen(st->names[i], RTLD_LAZY | RTLD_NOLOAD);
-    if (!h) continue;
-    fn = (devexit_get_registry_fn)dlsym(h, DEVEXIT_GET_REGISTRY_SYMBOL);
-    dlclose(h); /* drops only the reference NOLOAD took */
+/* The devexit_get_registry of a loaded module, skipping `skip` (NULL: none); its path into path. */
+static inline devexit_get_registry_fn devexit__lookup(devexit_get_registry_fn skip, char *path, size_t path_size) {
+  devexit_get_registry_fn found = NULL;
+#if defined(DEVEXIT__LOOKUP_ELF)
+  devexit__names st = {NULL, 0, 0};
+  size_t i;
+  dl_iterate_phdr(devexit__phdr_cb, &st);
+  for (i = 0; i < st.count; i++) {
+    if (!found) {
+      /* RTLD_NOLOAD: only objects already loaded; never loads anything. */
+      void *h = dlopen(st.names[i], RTLD_LAZY | RTLD_NOLOAD);
+      if (h) {
+        devexit_get_registry_fn fn;
+        void *sym = dlsym(h, DEVEXIT_GET_REGISTRY_SYMBOL);
+        memcpy(&fn, &sym, sizeof fn); /* object to function pointer, as POSIX dlsym intends */
+        dlclose(h);                   /* drops only the reference NOLOAD took */
+        if (fn && fn != skip) {
+          found = fn;
+          devexit__copy_path(path, path_size, st.names[i]);
+        }
+      }
+    }
+    free(st.names[i]);
   }
-  free(st);
-  return fn;
+  free(st.names);
+#elif defined(DEVEXIT__LOOKUP_DYLD)
+  uint32_t i, n = _dyld_image_count();
+  for (i = 0; i < n && !found; i++) {
+    const char *name = _dyld_get_image_name(i);
+    void *h;
+    if (!name || !strstr(name, ".node")) continue;
+    h = dlopen(name, RTLD_LAZY | RTLD_NOLOAD);
+    if (!h) continue;
+    {
+      devexit_get_registry_fn fn;
+      void *sym = dlsym(h, DEVEXIT_GET_REGISTRY_SYMBOL);
+      memcpy(&fn, &sym, sizeof fn);
+      dlclose(h);
+      if (fn && fn != skip) {
+        found = fn;
+        devexit__copy_path(path, path_size, name);
+      }
+    }
+  }
+#elif defined(DEVEXIT__LOOKUP_WIN32)
+  HANDLE snap = CreateToolhelp32Snapshot(TH32CS_SNAPMODULE, GetCurrentProcessId());
+  if (snap != INVALID_HANDLE_VALUE) {
+    MODULEENTRY32W me;
+    BOOL ok;
+    me.dwSize = sizeof me;
+    for (ok = Module32FirstW(snap, &me); ok && !found; ok = Module32NextW(snap, &me)) {
+      devexit_get_registry_fn fn =
+          (devexit_get_registry_fn)(void (*)(void))GetProcAddress(me.hModule, DEVEXIT_GET_REGISTRY_SYMBOL);
+      if (fn && fn != skip) {
+        found = fn;
+        if (path && path_size &&
+            !WideCharToMultiByte(CP_UTF8, 0, me.szExePath, -1, path, (int)path_size, NULL, NULL))
+          path[0] = 0;
+      }
+    }
+    CloseHandle(snap);
+  }
+#else
+  (void)skip;
+#endif
+  if (!found) devexit__copy_path(path, path_size, "");
+  return found;
 }
 
 /* Finds the loaded registry and checks its ABI. On failure writes a readable message into err
  * (may be NULL) and returns a negative status. */
 static inline int devexit_find_registry(uint32_t abi_version, const devexit_registry_v1 **out, char *err,
                                         size_t err_size) {
+  devexit_get_registry_fn fn = devexit__lookup(NULL, NULL, 0);
+  int rc;
   *out = NULL;
-  devexit_get_registry_fn fn = devexit__lookup();
   if (!fn) {
+#if defined(DEVEXIT__LOOKUP_ELF) || defined(DEVEXIT__LOOKUP_DYLD) || defined(DEVEXIT__LOOKUP_WIN32)
     if (err && err_size)
       snprintf(err, err_size,
                "devexit: the registry is not loaded: require('@devexit/native') before loading this addon");
+#else
+    if (err && err_size) snprintf(err, err_size, "devexit: finding the registry is not supported on this platform");
+#endif
     return DEVEXIT_ERR_NOT_LOADED;
   }
-  int rc = fn(abi_version, out);
+  rc = fn(abi_version, out);
   if (rc == DEVEXIT_ERR_ABI && err && err_size) {
     const devexit_registry_v1 *have = NULL;
     fn(1, &have);
@@ -171,6 +278,9 @@ static inline int devexit_find_registry(uint32_t abi_version, const devexit_regi
   }
   return rc;
 }
+
+#ifdef __cplusplus
+} /* extern "C" */
 #endif
 
 #endif /* DEVEXIT_H */

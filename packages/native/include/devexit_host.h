@@ -1,7 +1,12 @@
-// The registry's second table: what only @devexit/native's own binding (of any installed copy)
-// calls. Backends never see it: their contract is devexit_registry_v1 in devexit.h. Versioned on
-// its own, since two copies of @devexit/native of different versions may share one registry.
-#pragma once
+/*
+ * The registry's second table: what only @devexit/native's own binding (of any installed copy)
+ * calls. Backends never see it: their contract is devexit_registry_v1 in devexit.h. Versioned on
+ * its own, since two copies of @devexit/native of different versions may share one registry: the
+ * table only grows at its end; a copy checks abi_version (and struct_size) before it uses a field
+ * added after version 1, and falls back to the version 1 fields otherwise.
+ */
+#ifndef DEVEXIT_HOST_H
+#define DEVEXIT_HOST_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -12,17 +17,51 @@
 extern "C" {
 #endif
 
-#define DEVEXIT_HOST_ABI_VERSION 1u
+#define DEVEXIT_HOST_ABI_VERSION 2u
+
+/* Exit layers (bits of devexit_settings_v1.layers). */
+#define DEVEXIT_LAYER_JS 1
+#define DEVEXIT_LAYER_TLS 2
+#define DEVEXIT_LAYER_ATEXIT 4
+
+#define DEVEXIT_ON_TIMEOUT_EXIT 0 /* flush stdio, end the process with its code: skip library teardown */
+#define DEVEXIT_ON_TIMEOUT_WARN 1 /* warn and let teardown go on */
+
+#define DEVEXIT_REPORT_OFF 0
+#define DEVEXIT_REPORT_TEXT 1
+#define DEVEXIT_REPORT_JSON 2
+
+/* Where a settings update comes from. The environment (DEVEXIT_*, parsed by @devexit/core) sets
+ * only what still has its default, so the first copy to load decides; configure() always wins. */
+#define DEVEXIT_SETTINGS_FROM_ENV 1
+#define DEVEXIT_SETTINGS_FROM_API 2
+
+/* Flags of close_from_js. */
+#define DEVEXIT_CLOSE_MARK_EXITING 1u /* also refuse later registrations */
+#define DEVEXIT_CLOSE_EXIT_CODE 2u    /* exit_code is the code of the exit being closed for */
+
+typedef struct devexit_settings_v1 {
+  uint32_t struct_size;
+  int32_t origin;     /* DEVEXIT_SETTINGS_FROM_* */
+  int64_t timeout_ms; /* < 0: unchanged; clamped to 1..2147483647 */
+  int32_t on_timeout; /* DEVEXIT_ON_TIMEOUT_*, < 0: unchanged */
+  int32_t layers;     /* DEVEXIT_LAYER_* mask, < 0: unchanged */
+  int32_t report;     /* DEVEXIT_REPORT_*, < 0: unchanged */
+  /* How warnings name the setting: "DEVEXIT_TIMEOUT_MS=500", "configure({ timeoutMs: 500 })".
+   * NULL: unchanged. Copied. */
+  const char *timeout_source;
+  const char *on_timeout_source;
+} devexit_settings_v1;
 
 typedef struct devexit_host_v1 {
   uint32_t abi_version; /* first, always */
   uint32_t struct_size;
 
+  /* ---- host ABI 1 ---- */
   /* Close everything now. layer names the caller in the report ("js-exit", "explicit", ...).
    * mark_exiting: also refuse later registrations. Returns the number of closes not ok. */
   int (*close_all)(const char *layer, int mark_exiting);
-  /* timeout_ms < 0 leaves it unchanged; on_timeout: 0 = _exit (skip library teardown),
-   * 1 = warn and continue, < 0 unchanged. */
+  /* timeout_ms < 0 leaves it unchanged; on_timeout: DEVEXIT_ON_TIMEOUT_*, < 0 unchanged. */
   void (*configure)(int64_t timeout_ms, int on_timeout);
   /* The report as JSON lines into buf; returns the length needed (without NUL). */
   size_t (*report_json)(char *buf, size_t size);
@@ -34,6 +73,23 @@ typedef struct devexit_host_v1 {
   const volatile uint32_t *exiting_flag;
   /* Exit code to keep if a deadline forces _exit from a layer that cannot see it. */
   void (*set_exit_code)(int code);
+
+  /* ---- host ABI 2 ---- */
+  /* The settings in force for the whole process (see DEVEXIT_SETTINGS_FROM_*). 0 or
+   * DEVEXIT_ERR_INVALID. */
+  int (*apply_settings)(const devexit_settings_v1 *settings);
+  /* close_all for a JS thread (no service runs there: it takes closes itself), inside the JS
+   * layer's deadline when one is running. flags: DEVEXIT_CLOSE_*. With DEVEXIT_CLOSE_EXIT_CODE, a
+   * deadline ends the process with exit_code per the onTimeout policy in force. */
+  int (*close_from_js)(const char *layer, uint32_t flags, int exit_code);
+  /* The JS layer runs a JS close: the watchdog bounds it by the deadline. exit_code < 0: an
+   * explicit close (warn only). The first call starts the JS layer's deadline. */
+  void (*js_close_begin)(const char *layer, int exit_code, devexit_device_id device, const char *service);
+  /* That close returned (or was abandoned by a nested exit): 1 if past the deadline. */
+  int (*js_close_end)(void);
+  /* Warnings not yet emitted in this process, one per line; returns the length needed. Each
+   * warning is handed out once. */
+  size_t (*take_warnings)(char *buf, size_t size);
 } devexit_host_v1;
 
 typedef int (*devexit_get_host_fn)(uint32_t abi_version, const devexit_host_v1 **out);
@@ -42,3 +98,5 @@ typedef int (*devexit_get_host_fn)(uint32_t abi_version, const devexit_host_v1 *
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
+
+#endif /* DEVEXIT_HOST_H */

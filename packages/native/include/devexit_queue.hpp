@@ -192,7 +192,9 @@ class QueueService : public ServiceThread<QueueCommand> {
       return kStartFailed;
     }
     if (!Start(error)) {
-      reg->forget(id_, service_.c_str());
+      // Not when a close took the registration between RegisterClose and Start (closeServices()
+      // from another thread): forget() goes by key, and the key may be the next service's by now.
+      close_.IfNotStarted([&] { reg->forget(id_, service_.c_str()); });
       if (close_.started()) return reg->is_exiting() ? kExiting : kClosed;  // closed while starting
       return kStartFailed;
     }

@@ -144,6 +144,17 @@ class CloseOnce {
     return state_ != kOpen;
   }
 
+  // Runs fn() only while no close has begun, and no close begins while it runs. For undoing a
+  // registration after a failed start: once a close began, the registry took that registration
+  // and its key may already be the next service's.
+  template <typename Fn>
+  bool IfNotStarted(Fn &&fn) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (state_ != kOpen) return false;
+    fn();
+    return true;
+  }
+
  private:
   enum State { kOpen, kClosing, kClosed };
   std::mutex mu_;
@@ -297,6 +308,11 @@ class ServiceThread {
   // On the service thread: Execute threw (out of memory, most likely). The queue goes on.
   virtual void OnExecuteFailed(Command &c, const char *what) {}
 
+  // Work while idle (a keepalive, a watchdog): when IdleIntervalUs() >= 0, the thread calls
+  // OnIdle() each time it waited that long with nothing queued. Never while a stop is pending.
+  virtual int64_t IdleIntervalUs() { return -1; }
+  virtual void OnIdle() {}
+
   // True once a drop was asked for: a long command may check it to end early.
   bool dropping() const { return drop_.load(std::memory_order_acquire); }
 
@@ -332,9 +348,23 @@ class ServiceThread {
 
     std::vector<Command> batch;
     std::unique_lock<std::mutex> lock(mu_);
+    const int64_t idle_us = IdleIntervalUs();
     for (;;) {
       idle_ = true;
-      work_cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      auto ready = [this] { return stop_ || !queue_.empty(); };
+      if (idle_us < 0) {
+        work_cv_.wait(lock, ready);
+      } else if (!work_cv_.wait_for(lock, std::chrono::microseconds(idle_us), ready)) {
+        idle_ = false;
+        lock.unlock();
+        try {
+          OnIdle();
+        } catch (const std::exception &) {
+          // the idle task's own failure: the service goes on
+        }
+        lock.lock();
+        continue;
+      }
       idle_ = false;
       if (queue_.empty() || drop_.load(std::memory_order_relaxed)) break;  // stop: finished or dropping
       batch.swap(queue_);

@@ -1,6 +1,22 @@
+/** Settings pushed into the registry (numbers as in devexit_host.h; absent = unchanged). */
+export interface NativeSettingsUpdate {
+  origin: 'env' | 'api';
+  timeoutMs?: number;
+  /** 0 exit, 1 warn. */
+  onTimeout?: number;
+  /** Bits: 1 js, 2 tls, 4 atexit. */
+  layers?: number;
+  /** 0 off, 1 text, 2 json. */
+  report?: number;
+  timeoutSource?: string;
+  onTimeoutSource?: string;
+}
+
 /** The whole native surface of devexit_native.node. */
 export interface BindingModule {
   readonly abiVersion: number;
+  /** Host ABI of the registry's owner (1: an older copy owns it; later features are off). */
+  readonly hostAbiVersion: number;
   /** This copy owns the registry (false: it uses the first copy's, at `sharedWith`). */
   readonly isOwner: boolean;
   /** Address of the registry table: the same for every copy in one process. */
@@ -11,8 +27,12 @@ export interface BindingModule {
   deviceType(name: string): number;
   forget(type: number, index: number, service: string): number;
   closeAll(layer: string, markExiting: boolean, exitCode?: number): number;
-  /** onTimeout: 0 exit, 1 warn. */
-  configure(timeoutMs: number | undefined, onTimeout: number | undefined): void;
+  /** Returns the status (0, or -2 for an invalid update). */
+  applySettings(update: NativeSettingsUpdate): number;
+  jsCloseBegin(layer: string, exitCode: number, type: number, index: number, service: string): void;
+  jsCloseEnd(): boolean;
+  /** Warnings not yet emitted in this process, one per line. */
+  takeWarnings(): string;
   /** JSON lines. */
   report(): string;
   /** JSON object. */

@@ -1,21 +1,36 @@
 import { join } from 'node:path';
-import { type CloseReportEntry, installNativeBridge, type NativeBridge } from '@devexit/core';
-import type { BindingModule } from './binding.js';
+import {
+  type CloseReportEntry,
+  installNativeBridge,
+  type Layers,
+  type NativeBridge,
+  type Settings,
+  type SettingsUpdate,
+} from '@devexit/core';
+import type { BindingModule, NativeSettingsUpdate } from './binding.js';
 import { loadBinding } from './loader.js';
 
-export type { BindingModule } from './binding.js';
+export type { BindingModule, NativeSettingsUpdate } from './binding.js';
 
-/** Which exit layers are enabled and armed in this process (for doctor tools and tests). */
+/** Which exit layers are available, enabled and armed in this process (doctor tools, tests). */
 export interface GuardState {
   owner: boolean;
+  /** 'glibc', or 'portable' (a DEVEXIT_PORTABLE build), 'macos', 'windows', 'other'. */
+  platform: string;
+  /** What this build of the registry's owner can do: the TLS guard, exit handlers that see the status. */
+  available: { tls: boolean; exitStatus: boolean };
   layers: { js: boolean; tls: boolean; atexit: boolean };
   /** The main-thread thread_local guard: armed, and by what (init_array, module_init, ...). */
   tls: { armed: boolean; by: string };
-  /** on_exit hooks: "load", then "after <runtime>" per runtime's first use. */
+  /** Exit handlers: "load", then "after <runtime>" per runtime's first use. */
   atexitHooks: string[];
   timeoutMs: number;
   onTimeout: 'exit' | 'warn';
+  report: 'off' | 'text' | 'json';
+  /** Where the deadline and the policy in force came from. */
+  sources: { timeoutMs: string; onTimeout: string };
   abi: number;
+  hostAbi: number;
 }
 
 const binding: BindingModule = loadBinding();
@@ -41,6 +56,37 @@ function exitingView(): Uint32Array | undefined {
   }
 }
 
+const REPORT = { off: 0, text: 1, json: 2 } as const;
+
+function layerBits(layers: Layers): number {
+  return (layers.js ? 1 : 0) | (layers.tls ? 2 : 0) | (layers.atexit ? 4 : 0);
+}
+
+function toNative(u: SettingsUpdate): NativeSettingsUpdate {
+  const out: NativeSettingsUpdate = { origin: u.origin };
+  if (u.timeoutMs !== undefined) out.timeoutMs = u.timeoutMs;
+  if (u.onTimeout !== undefined) out.onTimeout = u.onTimeout === 'exit' ? 0 : 1;
+  if (u.layers !== undefined) out.layers = layerBits(u.layers);
+  if (u.report !== undefined) out.report = REPORT[u.report];
+  if (u.timeoutSource !== undefined) out.timeoutSource = u.timeoutSource;
+  if (u.onTimeoutSource !== undefined) out.onTimeoutSource = u.onTimeoutSource;
+  return out;
+}
+
+function inForce(): Settings {
+  const s = guardState();
+  return {
+    timeoutMs: s.timeoutMs,
+    onTimeout: s.onTimeout,
+    layers: s.layers,
+    report: s.report ?? 'off',
+    sources: s.sources ?? {
+      timeoutMs: 'another @devexit/native copy',
+      onTimeout: 'another @devexit/native copy',
+    },
+  };
+}
+
 const bridge: NativeBridge = {
   deviceType: (name) => binding.deviceType(name),
   isExiting: () => binding.isExiting(),
@@ -49,13 +95,23 @@ const bridge: NativeBridge = {
     exitCode === undefined
       ? binding.closeAll(layer, markExiting)
       : binding.closeAll(layer, markExiting, exitCode),
-  configure: (timeoutMs, onTimeout) =>
-    binding.configure(timeoutMs, onTimeout === undefined ? undefined : onTimeout === 'exit' ? 0 : 1),
+  applySettings: (update) => {
+    binding.applySettings(toNative(update));
+  },
+  settings: inForce,
   report: () => parseLines(binding.report()),
   forget: (type, index, service) => binding.forget(type, index, service),
-  jsLayerEnabled: guardState().layers.js,
+  jsCloseBegin: (layer, exitCode, type, index, service) =>
+    binding.jsCloseBegin(layer, exitCode, type, index, service),
+  jsCloseEnd: () => binding.jsCloseEnd(),
 };
 installNativeBridge(bridge);
+
+// A layer that could not be armed (an exit handler refused, the main-thread guard out of reach):
+// one warning per process, whichever realm or copy takes it.
+for (const line of binding.takeWarnings().split('\n')) {
+  if (line) process.emitWarning(line, { type: 'DevexitWarning', code: 'DEVEXIT_LAYER_NOT_ARMED' });
+}
 
 /** The raw binding, for tools and tests. */
 export const native: BindingModule = binding;

@@ -1,4 +1,14 @@
-import { closeAtExit, deviceId, deviceType, getCloseReport, isExiting } from '@devexit/core';
+import { Worker } from 'node:worker_threads';
+import {
+  closeAtExit,
+  closeServices,
+  configure,
+  currentConfig,
+  deviceId,
+  deviceType,
+  getCloseReport,
+  isExiting,
+} from '@devexit/core';
 import { describe, expect, it } from 'vitest';
 import { abiVersion, guardState, include, native } from '../src/index.js';
 
@@ -6,10 +16,14 @@ describe('@devexit/native in-process', () => {
   it('arms the main-thread guard from .init_array when loaded on the main thread', () => {
     const s = guardState();
     expect(s.owner).toBe(true);
+    expect(s.platform).toBe('glibc');
+    expect(s.available).toEqual({ tls: true, exitStatus: true });
     expect(s.layers).toEqual({ js: true, tls: true, atexit: true });
     expect(s.tls).toEqual({ armed: true, by: 'init_array' });
     expect(s.atexitHooks).toEqual(['load']);
     expect(abiVersion).toBe(1);
+    expect(s.hostAbi).toBe(2);
+    expect(native.hostAbiVersion).toBe(2);
   });
 
   it('exposes the exiting flag as a typed-array view (no call needed)', () => {
@@ -28,6 +42,7 @@ describe('@devexit/native in-process', () => {
     expect(native.deviceType('vendor-x')).toBe(a);
     expect(deviceType('vendor-y')).not.toBe(a);
     expect(deviceId('cuda', 0)).not.toEqual(deviceId('hip', 0));
+    expect(deviceType('constructor')).toBe(native.deviceType('constructor'));
   });
 
   it('ships its header directory', () => {
@@ -35,8 +50,51 @@ describe('@devexit/native in-process', () => {
     expect(require('@devexit/native/include')).toBe(include);
   });
 
-  it('JS closes and native closes share one report', () => {
+  it('closeServices({ final: 1 }) changes nothing, native or JS', () => {
     closeAtExit(deviceId('wgpu', 3), 'queue', () => {});
+    expect(() => closeServices({ final: 1 as never })).toThrow(
+      expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }),
+    );
+    expect(isExiting()).toBe(false);
+    expect(native.isExiting()).toBe(false);
     expect(getCloseReport()).toEqual([]);
+    expect(closeAtExit(deviceId('wgpu', 4), 'queue', () => {})).toBe(true);
+  });
+
+  it('the settings in force are the registry’s, and name where they came from', () => {
+    // The environment's (defaults here) were pushed when this package loaded.
+    expect(guardState()).toMatchObject({
+      timeoutMs: 3000,
+      onTimeout: 'exit',
+      report: 'off',
+      sources: { timeoutMs: 'the default', onTimeout: 'the default' },
+    });
+    configure({ timeoutMs: 1500, onTimeout: 'warn' });
+    expect(guardState()).toMatchObject({
+      timeoutMs: 1500,
+      onTimeout: 'warn',
+      sources: { timeoutMs: 'configure({ timeoutMs: 1500 })', onTimeout: "configure({ onTimeout: 'warn' })" },
+    });
+    expect(currentConfig()).toEqual({ timeoutMs: 1500, onTimeout: 'warn' });
+  });
+
+  it('a Worker loading the package later does not undo configure() with its environment', async () => {
+    await new Promise((resolve, reject) => {
+      const w = new Worker("require('@devexit/native')", {
+        eval: true,
+        env: { ...process.env, DEVEXIT_TIMEOUT_MS: '99', DEVEXIT_ON_TIMEOUT: 'exit' },
+      });
+      w.on('exit', resolve);
+      w.on('error', reject);
+    });
+    expect(currentConfig()).toEqual({ timeoutMs: 1500, onTimeout: 'warn' });
+  });
+
+  it('the registry clamps what it is given (a copy of another version may push anything)', () => {
+    expect(native.applySettings({ origin: 'api', timeoutMs: 1e13 })).toBe(0);
+    expect(guardState().timeoutMs).toBe(2147483647);
+    expect(native.applySettings({ origin: 'api', onTimeout: 7 })).toBe(-2);
+    expect(native.applySettings({ origin: 'api', layers: 8 })).toBe(-2);
+    configure({ timeoutMs: 3000, onTimeout: 'exit' });
   });
 });

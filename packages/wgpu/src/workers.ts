@@ -9,7 +9,7 @@
  */
 
 import { isMainThread, threadId, Worker } from 'node:worker_threads';
-import { currentConfig } from '@devexit/core';
+import { currentConfig, invalidType } from '@devexit/core';
 import { exitState } from './state.js';
 import { destroyAllDevices, drainPending, liveDeviceCount, pendingCount } from './tracking.js';
 
@@ -192,7 +192,7 @@ const originalTerminate = Worker.prototype.terminate;
  * exit code. A Worker that never opened a wgpu device is terminated at once.
  */
 export async function terminateWorker(worker: Worker): Promise<number> {
-  if (!(worker instanceof Worker)) throw new TypeError('devexit: worker must be a worker_threads Worker');
+  if (!(worker instanceof Worker)) throw invalidType('worker', 'a worker_threads Worker', worker);
   const id = worker.threadId;
   const f = known.get(id);
   if (!guardEnabled() || id < 0 || !f || Atomics.load(f, 0) >= CLOSED) {

@@ -19,6 +19,12 @@ export interface ConformanceOptions {
   childEnv?: Record<string, string | undefined>;
   /** Children per exit row (default 20). */
   runs?: number;
+  /**
+   * Process-wide services besides the device queue that a child using device 0 starts, and that
+   * exit closes too: `type:index/service` -> times (e.g. { 'cuda-host:0/compiler': 1 }, the
+   * compiler service that compiled the built-in kernels). Default none.
+   */
+  otherCloses?: Record<string, number>;
 }
 
 /** The exit-path rows and what each child must end with. */
@@ -98,6 +104,7 @@ function describeChild(r: ChildResult): string {
 /** Declares the conformance suite (results, typed errors, close semantics, exit-path matrix). */
 export function defineConformance(options: ConformanceOptions): void {
   const runs = options.runs ?? 20;
+  const otherCloses = options.otherCloses ?? {};
   const title = (what: string) => `${options.name}: ${what}${options.label ? ` [${options.label}]` : ''}`;
   let backend: Backend | undefined;
   let device: Device | undefined;
@@ -320,7 +327,7 @@ export function defineConformance(options: ConformanceOptions): void {
           signal: null,
           timedOut: false,
           crashed: false,
-          closes: {},
+          closes: { ...otherCloses },
           failed: [],
         });
         expect(r.stdout).toContain('closed');
@@ -340,7 +347,7 @@ export function defineConformance(options: ConformanceOptions): void {
             signal: null,
             timedOut: false,
             crashed: false,
-            closes: { [`${name}:0/queue`]: 1 },
+            closes: { [`${name}:0/queue`]: 1, ...otherCloses },
             failed: [],
           });
           expect(r.stdout, describeChild(r)).toContain(spec.stdout);

@@ -7,8 +7,9 @@ describe('devexit.h from a consumer addon', () => {
     const fx = loadFixture();
     const r = fx.abiMismatch();
     expect(r.status).toBe(-3);
+    const { version } = require('@devexit/native/package.json') as { version: string };
     expect(r.message).toBe(
-      'devexit: this addon needs registry ABI 2 but the loaded @devexit/native provides ABI 1 (@devexit/native 0.1.0); upgrade @devexit/native',
+      `devexit: this addon needs registry ABI 2 but the loaded @devexit/native provides ABI 1 (@devexit/native ${version}); upgrade @devexit/native`,
     );
   });
 

@@ -62,7 +62,7 @@ describe('native registry (child processes)', () => {
     for (const r of runs) {
       expect({ code: r.code, signal: r.signal }, r.stderr).toEqual({ code: 5, signal: null });
       expect(r.stderr).toMatch(
-        /closing services took longer than 300 ms; still running: standin:0\/loop; skipping library teardown/,
+        /closing services took longer than 300 ms \(configure\(\{ timeoutMs: 300 \}\)\); still running: standin:0\/loop; skipping library teardown: exiting with code 5 \(onTimeout 'exit', the default\)/,
       );
       expect(r.report.find((e) => e.device.index === 0)?.outcome).toBe('timeout');
       expect(r.report.find((e) => e.device.index === 1)?.outcome).toBe('ok');
@@ -91,7 +91,9 @@ describe('native registry (child processes)', () => {
   it("onTimeout 'warn' warns and continues", async () => {
     const r = await runChild({ script: join(fixtures, 'closeBehaviour.cjs'), args: ['timeout-warn'] });
     expect({ code: r.code, signal: r.signal }).toEqual({ code: 5, signal: null });
-    expect(r.stderr).toMatch(/still running: standin:0\/loop; continuing/);
+    expect(r.stderr).toMatch(
+      /still running: standin:0\/loop; continuing with library teardown \(onTimeout 'warn' from configure\(\{ onTimeout: 'warn' \}\)\)/,
+    );
   });
 
   it('a failing close is reported on stderr and the other closes still run', async () => {
@@ -142,6 +144,30 @@ describe('native registry (child processes)', () => {
     const closes = r.report.filter((e) => e.device.type === 'slow');
     expect(closes.map((e) => e.layer)).toEqual(Array(8).fill('tls'));
     expect(r.ms).toBeLessThan(1500);
+  });
+
+  it('JS and native closes are reported in one format (text and JSON)', async () => {
+    for (const mode of ['1', 'json']) {
+      const r = await runChild({
+        script: join(fixtures, 'closeBehaviour.cjs'),
+        args: ['lifo'],
+        env: { DEVEXIT_REPORT: mode },
+      });
+      expect(r.code, r.stderr).toBe(0);
+      const lines = r.stderr.split('\n').filter((l) => /^devexit(:report|: ok) /.test(l));
+      const js = lines.filter((l) => l.includes('jsorder'));
+      const nat = lines.filter((l) => / order:0\/|"type":"order"/.test(l));
+      expect([js.length, nat.length]).toEqual([3, 3]);
+      if (mode === '1') {
+        for (const l of lines)
+          expect(l).toMatch(/^devexit: ok [\w.:-]+:\d+\/\w+ in \d+\.\d\d ms \(js-exit\)$/);
+      } else {
+        const keys = (l: string) =>
+          JSON.stringify(Object.keys(JSON.parse(l.slice('devexit:report '.length))));
+        expect(new Set(lines.map(keys)).size).toBe(1);
+        for (const l of lines) expect(l).toMatch(/"ms":\d+(\.\d{1,3})?,/);
+      }
+    }
   });
 
   it('DEVEXIT_REPORT=1 prints one readable line per close', async () => {

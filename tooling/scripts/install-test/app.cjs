@@ -29,7 +29,7 @@ async function main() {
   const out = new Float32Array(bytes.buffer, bytes.byteOffset, n);
   const wrong = out.findIndex((v) => v !== 6.5);
   const report = { app: 'cjs', saxpy: wrong === -1 ? 'ok' : `y[${wrong}] = ${out[wrong]}` };
-  for (const name of ['wgpu', 'hip']) {
+  for (const name of ['wgpu', 'hip', 'cuda']) {
     if (installed(name)) report[name] = await require(`@devexit/${name}`).backend.probe();
   }
   report.addons = loadedAddons();

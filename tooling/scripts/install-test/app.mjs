@@ -22,7 +22,7 @@ const wrong = out.findIndex((v) => v !== -0.25);
 await device.close();
 
 const report = { app: 'esm', saxpy: wrong === -1 ? 'ok' : `y[${wrong}] = ${out[wrong]}` };
-for (const name of ['wgpu', 'hip']) {
+for (const name of ['wgpu', 'hip', 'cuda']) {
   let mod;
   try {
     mod = await import(`@devexit/${name}`);

@@ -76,6 +76,7 @@ struct Service {
   std::mutex close_mu;
   int close_delay_ms = 0;
   bool fail_close = false;
+  int exit_in_close = -1;  // >= 0: the close calls exit(code) before stopping its thread
   std::atomic<uint64_t> calls{0};
 };
 
@@ -88,6 +89,10 @@ int CloseService(void *ctx, const devexit_close_call_v1 *call) {
     return 1;
   }
   if (s->close_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(s->close_delay_ms));
+  if (s->exit_in_close >= 0) {
+    if (getenv("DEVEXIT_FIXTURE_TRACE")) fprintf(stderr, "fixture: %s calls exit(%d)\n", s->name.c_str(), s->exit_in_close);
+    exit(s->exit_in_close);  // with its service thread still calling the runtime
+  }
   s->stop.store(true);
   if (s->thread.joinable()) s->thread.join();
   if (getenv("DEVEXIT_FIXTURE_TRACE")) fprintf(stderr, "fixture: closed %s after %llu calls\n", s->name.c_str(),
@@ -117,6 +122,7 @@ Napi::Value StartService(const Napi::CallbackInfo &info) {
   s->name = opts.Has("service") ? opts.Get("service").As<Napi::String>().Utf8Value() : "loop";
   if (opts.Has("closeDelayMs")) s->close_delay_ms = opts.Get("closeDelayMs").As<Napi::Number>().Int32Value();
   if (opts.Has("failClose")) s->fail_close = opts.Get("failClose").As<Napi::Boolean>();
+  if (opts.Has("exitInClose")) s->exit_in_close = opts.Get("exitInClose").As<Napi::Number>().Int32Value();
   bool use_runtime = !opts.Has("runtime") || opts.Get("runtime").As<Napi::Boolean>();
 
   if (reg->is_exiting()) throw Napi::Error::New(env, "ERR_DEVEXIT_EXITING: the process is exiting");
@@ -175,6 +181,11 @@ Napi::Value ExitFromThread(const Napi::CallbackInfo &info) {
   int code = info[0].As<Napi::Number>().Int32Value();
   std::thread([code] { exit(code); }).detach();
   return info.Env().Undefined();
+}
+
+// exitNow(code): native exit() on the calling thread (the main thread): no 'exit' event, no JS.
+Napi::Value ExitNow(const Napi::CallbackInfo &info) {
+  exit(info[0].As<Napi::Number>().Int32Value());
 }
 
 // stress(threads, keysPerThread): threads register keys while another thread runs the close.
@@ -303,6 +314,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports["startService"] = Napi::Function::New(env, StartService);
   exports["registerIdle"] = Napi::Function::New(env, RegisterIdle);
   exports["exitFromThread"] = Napi::Function::New(env, ExitFromThread);
+  exports["exitNow"] = Napi::Function::New(env, ExitNow);
   exports["stress"] = Napi::Function::New(env, Stress);
   exports["registerMany"] = Napi::Function::New(env, RegisterMany);
   exports["abiMismatch"] = Napi::Function::New(env, AbiMismatch);

@@ -14,6 +14,8 @@ export interface StartServiceOptions {
   failClose?: boolean;
   /** Call the stand-in runtime from the service thread (default true). */
   runtime?: boolean;
+  /** The close calls exit(code) first, its service thread still running. */
+  exitInClose?: number;
 }
 
 export interface StressResult {
@@ -33,6 +35,8 @@ export interface FixtureAddon {
   startService(index: number, options?: StartServiceOptions): number;
   registerIdle(backend: string, index: number, service: string, closeDelayMs?: number): number;
   exitFromThread(code: number): void;
+  /** Native exit(code) on the calling (main) thread: no 'exit' event, no JS. */
+  exitNow(code: number): never;
   stress(threads: number, keysPerThread: number, closeAfterMs?: number): StressResult;
   /** Registers n idle closes spread over 64 devices; returns the nanoseconds it took. */
   registerMany(backend: string, n: number): number;

@@ -23,7 +23,18 @@ export interface ChildResult {
   /** The closes the child reported (DEVEXIT_REPORT=json is set for it). */
   report: CloseReportEntry[];
   ms: number;
+  /** Date.now() when the child ended. */
+  endedAt: number;
   timedOut: boolean;
+}
+
+/** Printed by a fixture (to stderr) just before it starts an exit, for exitLatency(). */
+export const EXIT_AT = 'devexit-test:exit-at';
+
+/** ms from the fixture's `devexit-test:exit-at <Date.now()>` line to the child's end, if printed. */
+export function exitLatency(r: ChildResult): number | undefined {
+  const m = new RegExp(`${EXIT_AT} (\\d+)`).exec(r.stderr);
+  return m ? r.endedAt - Number(m[1]) : undefined;
 }
 
 /** Runs one child node process and collects what it did. Never hangs past timeoutMs. */
@@ -83,6 +94,7 @@ export function runChild(options: ChildOptions): Promise<ChildResult> {
         stderr,
         report: parseReportLines(stderr),
         ms: performance.now() - start,
+        endedAt: Date.now(),
         timedOut,
       });
     });

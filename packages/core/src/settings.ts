@@ -1,0 +1,240 @@
+import { coreState } from './state.js';
+
+/**
+ * Every DEVEXIT_* setting of @devexit/core and @devexit/native is read and parsed here, and only
+ * here: the native code reads no environment (@devexit/native pushes these values into the
+ * process-wide registry when it loads).
+ *
+ * Grammar (values are trimmed; words are case-insensitive; an empty value is unset):
+ * - DEVEXIT_GUARD: a switch. 0, off, false or no turn every exit layer off (for comparisons);
+ *   1, on, true or yes keep the default.
+ * - DEVEXIT_LAYERS: a comma-separated list of js, tls, atexit, or all; 0, off, false, no or none
+ *   for none.
+ * - DEVEXIT_TIMEOUT_MS: the deadline of the whole close, a whole number of ms, clamped to
+ *   1..2147483647 (a warning says so); 0, off, false or no: the maximum (no practical deadline).
+ *   Default 3000.
+ * - DEVEXIT_ON_TIMEOUT: exit (default) or warn.
+ * - DEVEXIT_REPORT: 0, off, false or no (default); 1, on, true, yes or text for one readable line
+ *   per close at exit; json for `devexit:report {...}` lines.
+ * Every value that is ignored, or clamped, warns once (a process warning, DEVEXIT_SETTING).
+ */
+
+export type OnTimeout = 'exit' | 'warn';
+export type ReportMode = 'off' | 'text' | 'json';
+
+export interface Layers {
+  /** The JS layer: process.emit('exit') and process.reallyExit (main thread and Workers). */
+  readonly js: boolean;
+  /** The main-thread thread_local guard (Linux/glibc builds). */
+  readonly tls: boolean;
+  /** Exit handlers registered at load and after each runtime's first use. */
+  readonly atexit: boolean;
+}
+
+export interface Settings {
+  /** Bound on closing everything, JS closes included, in ms. */
+  readonly timeoutMs: number;
+  /** Past the deadline: 'exit' (flush stdio, end with the exit code) or 'warn' (go on). */
+  readonly onTimeout: OnTimeout;
+  readonly layers: Layers;
+  readonly report: ReportMode;
+  /** Where each value came from, as warnings name it: 'DEVEXIT_TIMEOUT_MS=500', 'the default'. */
+  readonly sources: { readonly timeoutMs: string; readonly onTimeout: string };
+}
+
+export const DEFAULT_TIMEOUT_MS = 3000;
+/** The deadline's range, in ms: values outside are clamped (environment) or refused (configure()). */
+export const TIMEOUT_MS_RANGE: Readonly<{ min: number; max: number }> = Object.freeze({
+  min: 1,
+  max: 2147483647,
+});
+
+const DEFAULT_SOURCE = 'the default';
+const ALL_LAYERS: Layers = Object.freeze({ js: true, tls: true, atexit: true });
+const NO_LAYERS: Layers = Object.freeze({ js: false, tls: false, atexit: false });
+
+const OFF = new Set(['0', 'off', 'false', 'no']);
+const ON = new Set(['1', 'on', 'true', 'yes']);
+
+/** Up to 80 characters of a value, for a warning. */
+function shown(value: string): string {
+  return JSON.stringify(value.length > 80 ? `${value.slice(0, 79)}…` : value);
+}
+
+function ignored(name: string, value: string, expected: string): string {
+  return `devexit: ignoring ${name}=${shown(value)}: expected ${expected}`;
+}
+
+/** A switch: true, false, or undefined when unset or ignored (with a warning). */
+function readSwitch(name: string, raw: string | undefined, warnings: string[]): boolean | undefined {
+  const value = raw?.trim().toLowerCase();
+  if (!value) return undefined;
+  if (OFF.has(value)) return false;
+  if (ON.has(value)) return true;
+  warnings.push(ignored(name, raw ?? '', '0, off, false or no; 1, on, true or yes'));
+  return undefined;
+}
+
+function readLayers(raw: string | undefined, warnings: string[]): Layers | undefined {
+  const value = raw?.trim().toLowerCase();
+  if (!value) return undefined;
+  if (OFF.has(value) || value === 'none') return NO_LAYERS;
+  const layers = { js: false, tls: false, atexit: false };
+  for (const word of value.split(',').map((w) => w.trim())) {
+    if (word === 'all') Object.assign(layers, ALL_LAYERS);
+    else if (word === 'js' || word === 'tls' || word === 'atexit') layers[word] = true;
+    else {
+      warnings.push(
+        ignored('DEVEXIT_LAYERS', raw ?? '', 'a comma-separated list of js, tls, atexit or all, or none'),
+      );
+      return undefined;
+    }
+  }
+  return Object.freeze(layers);
+}
+
+/**
+ * A whole number in [min, max] from the environment: clamped with a warning when outside;
+ * undefined (with a warning) when not a whole number. `off` words give `offValue` if allowed.
+ */
+export function parseEnvInteger(
+  name: string,
+  raw: string | undefined,
+  range: { min: number; max: number; offValue?: number },
+  warnings: string[],
+): number | undefined {
+  const value = raw?.trim();
+  if (!value) return undefined;
+  if (range.offValue !== undefined && OFF.has(value.toLowerCase())) return range.offValue;
+  if (!/^[0-9]+$/.test(value)) {
+    warnings.push(ignored(name, raw ?? '', `a whole number in ${range.min}..${range.max}`));
+    return undefined;
+  }
+  const n = Number(value);
+  if (n < range.min || n > range.max) {
+    const clamped = n < range.min ? range.min : range.max;
+    warnings.push(
+      `devexit: ${name}=${shown(raw ?? '')} is outside ${range.min}..${range.max}: using ${clamped}`,
+    );
+    return clamped;
+  }
+  return n;
+}
+
+/** Parses the settings from an environment. Pure: the warnings are returned, not emitted. */
+export function parseSettings(env: Readonly<Record<string, string | undefined>>): {
+  settings: Settings;
+  warnings: string[];
+} {
+  const warnings: string[] = [];
+  let timeoutMs = DEFAULT_TIMEOUT_MS;
+  let timeoutSource = DEFAULT_SOURCE;
+  const t = parseEnvInteger(
+    'DEVEXIT_TIMEOUT_MS',
+    env.DEVEXIT_TIMEOUT_MS,
+    { ...TIMEOUT_MS_RANGE, offValue: TIMEOUT_MS_RANGE.max },
+    warnings,
+  );
+  if (t !== undefined) {
+    timeoutMs = t;
+    timeoutSource = `DEVEXIT_TIMEOUT_MS=${(env.DEVEXIT_TIMEOUT_MS ?? '').trim()}`;
+  }
+
+  let onTimeout: OnTimeout = 'exit';
+  let onTimeoutSource = DEFAULT_SOURCE;
+  const o = env.DEVEXIT_ON_TIMEOUT?.trim().toLowerCase();
+  if (o === 'exit' || o === 'warn') {
+    onTimeout = o;
+    onTimeoutSource = `DEVEXIT_ON_TIMEOUT=${o}`;
+  } else if (o) {
+    warnings.push(ignored('DEVEXIT_ON_TIMEOUT', env.DEVEXIT_ON_TIMEOUT ?? '', 'exit or warn'));
+  }
+
+  let report: ReportMode = 'off';
+  const r = env.DEVEXIT_REPORT?.trim().toLowerCase();
+  if (r === 'json') report = 'json';
+  else if (r === 'text' || (r && ON.has(r))) report = 'text';
+  else if (r && !OFF.has(r)) {
+    warnings.push(
+      ignored(
+        'DEVEXIT_REPORT',
+        env.DEVEXIT_REPORT ?? '',
+        '0, off, false or no; 1, on, true, yes or text; json',
+      ),
+    );
+  }
+
+  const guard = readSwitch('DEVEXIT_GUARD', env.DEVEXIT_GUARD, warnings);
+  const listed = readLayers(env.DEVEXIT_LAYERS, warnings);
+  let layers = listed ?? ALL_LAYERS;
+  if (guard === false) {
+    if (listed !== undefined)
+      warnings.push(
+        `devexit: ignoring DEVEXIT_LAYERS: DEVEXIT_GUARD=${env.DEVEXIT_GUARD} turns every layer off`,
+      );
+    layers = NO_LAYERS;
+  }
+
+  const settings: Settings = Object.freeze({
+    timeoutMs,
+    onTimeout,
+    layers,
+    report,
+    sources: Object.freeze({ timeoutMs: timeoutSource, onTimeout: onTimeoutSource }),
+  });
+  return { settings, warnings };
+}
+
+/**
+ * Emits a warning once per JS realm (a Worker's environment may differ, so each realm reads and
+ * warns for its own).
+ */
+export function warnOnce(text: string, code = 'DEVEXIT_SETTING'): void {
+  const state = coreState();
+  if (state.warned.has(text)) return;
+  state.warned.add(text);
+  try {
+    process.emitWarning(text, { type: 'DevexitWarning', code });
+  } catch {
+    // No way to warn: nothing else to do.
+  }
+}
+
+/** This realm's settings: the environment's, then configure()'s. Parsed once, warnings once. */
+export function realmSettings(): Settings {
+  const state = coreState();
+  if (state.settings) return state.settings;
+  const { settings, warnings } = parseSettings(process.env);
+  state.settings = settings;
+  for (const w of warnings) warnOnce(w);
+  return settings;
+}
+
+/**
+ * The settings in force. With @devexit/native loaded they are process-wide: the registry's owner
+ * holds one policy for every realm and every installed copy (the first environment to load, then
+ * configure() from anywhere); without it, this realm's.
+ */
+export function settings(): Settings {
+  const native = coreState().native;
+  return native ? native.settings() : realmSettings();
+}
+
+/**
+ * A whole-number setting of a backend (DEVEXIT_CPU_THREADS, ...), with the same grammar and
+ * warnings as core's own: `fallback` when unset or ignored.
+ */
+export function envInteger(name: string, range: { min: number; max: number }, fallback: number): number {
+  const warnings: string[] = [];
+  const n = parseEnvInteger(name, process.env[name], range, warnings);
+  for (const w of warnings) warnOnce(w);
+  return n ?? fallback;
+}
+
+/** A switch setting of a backend, with core's grammar: `fallback` when unset or ignored. */
+export function envSwitch(name: string, fallback: boolean): boolean {
+  const warnings: string[] = [];
+  const value = readSwitch(name, process.env[name], warnings);
+  for (const w of warnings) warnOnce(w);
+  return value ?? fallback;
+}

@@ -1,0 +1,139 @@
+import { argError, backendError, checkOptions, Status, statusError } from '@devexit/backend';
+import { type DeviceId, deviceClosedError, deviceId, exitingError, isExiting } from '@devexit/core';
+import { cudaAddon, type NativeCompilerState } from './addon.js';
+import { ARCH } from './kernels.js';
+import { onServiceClosed, realm } from './realm.js';
+
+export interface CompileOptions {
+  /** The target: sm_90, compute_90 (PTX the driver compiles further), sm_90a. Omitted: NVRTC's default. */
+  arch?: string;
+  /** More NVRTC options: "-DNAME=1", "--use_fast_math", "-lineinfo". */
+  options?: readonly string[];
+  /** The program's file name in the log. Default "program.cu". */
+  name?: string;
+}
+
+export interface CompilerOptions {
+  /**
+   * Diagnostic keepalive for exit tests, off by default: while the service runs, its thread keeps
+   * calling the runtime, a small NVRTC compile ('nvrtc') or cuDeviceGetCount ('cuda'), so that a
+   * call is in flight whenever the process exits. It never keeps the event loop alive.
+   */
+  keepalive?: 'nvrtc' | 'cuda';
+  /** Microseconds between keepalive calls (0: back to back; at most 10 s). */
+  intervalUs?: number;
+}
+
+const KEEPALIVE = { nvrtc: 1, cuda: 2 } as const;
+const pending = new Set<number>();
+let id: DeviceId | undefined;
+
+/** The compiler service's pseudo-device: cuda-host:0 (it belongs to no GPU). */
+export function compilerId(): DeviceId {
+  id ??= deviceId('cuda-host', 0);
+  return id;
+}
+
+const where = (what: string) => ({ backend: 'cuda', device: compilerId(), what });
+
+function start(keepalive: number, intervalUs: number): void {
+  if (isExiting()) throw exitingError('start the NVRTC compiler');
+  const addon = cudaAddon();
+  realm();
+  onServiceClosed('compiler', () => {
+    // The notice may be about a compiler that a running one has since replaced.
+    if (addon.compilerState()) return;
+    realm().rejectAll(pending, () => deviceClosedError(compilerId(), 'compile'));
+  });
+  const r = addon.startCompiler(keepalive, intervalUs);
+  if (r.status !== Status.ok) throw statusError(r.status, where('start the NVRTC compiler'), r.error);
+}
+
+/** Compiles on the compiler service and settles with the PTX text. Arguments are checked. */
+export function compileChecked(
+  source: string,
+  name: string,
+  options: string[],
+  builtinArch = '',
+): Promise<string> {
+  start(0, 0);
+  const addon = cudaAddon();
+  return realm().expect(
+    pending,
+    where('compile'),
+    (n) => addon.compile(source, name, options, builtinArch, n),
+    (r) => Buffer.from(r.data ?? new Uint8Array(0)).toString('utf8'),
+  );
+}
+
+/** Checks compile()'s arguments; the NVRTC options they make. */
+export function compileArgs(source: unknown, options: unknown): { name: string; options: string[] } {
+  if (typeof source !== 'string' || source.length === 0)
+    throw argError('source', 'CUDA C++ source (a non-empty string)', source, typeof source !== 'string');
+  const o = checkOptions<CompileOptions>(options);
+  if (o.arch !== undefined && (typeof o.arch !== 'string' || !ARCH.test(o.arch)))
+    throw argError(
+      'options.arch',
+      'a target such as "sm_90" or "compute_90"',
+      o.arch,
+      typeof o.arch !== 'string',
+    );
+  const extra: unknown = o.options ?? [];
+  if (!Array.isArray(extra) || !extra.every((x) => typeof x === 'string'))
+    throw argError('options.options', 'an array of strings', extra, true);
+  const name: unknown = o.name ?? 'program.cu';
+  if (typeof name !== 'string' || !/^[^\0/]{1,255}$/.test(name))
+    throw argError('options.name', 'a file name', name, typeof name !== 'string');
+  return { name, options: [...(o.arch ? [`--gpu-architecture=${o.arch}`] : []), ...(extra as string[])] };
+}
+
+/**
+ * Compiles CUDA C++ to PTX with NVRTC on the compiler service (one process-wide thread, started
+ * on first use, registered as cuda-host:0/compiler and closed at exit). Needs no device. Settles
+ * with the PTX text; rejects with ERR_DEVEXIT_BACKEND carrying NVRTC_ERROR_... and the log.
+ */
+export async function compile(source: string, options: CompileOptions = {}): Promise<string> {
+  const args = compileArgs(source, options);
+  return compileChecked(source, args.name, args.options);
+}
+
+/**
+ * Starts the compiler service now (compile() starts it on first use), with an optional
+ * diagnostic keepalive; returns its state.
+ */
+export function startCompiler(options: CompilerOptions = {}): NativeCompilerState {
+  const o = checkOptions<CompilerOptions>(options);
+  if (o.keepalive !== undefined && o.keepalive !== 'nvrtc' && o.keepalive !== 'cuda')
+    throw argError('options.keepalive', "'nvrtc' or 'cuda'", o.keepalive, typeof o.keepalive !== 'string');
+  const interval: unknown = o.intervalUs ?? 0;
+  if (typeof interval !== 'number' || !Number.isInteger(interval) || interval < 0 || interval > 10_000_000)
+    throw argError('options.intervalUs', 'an integer in 0..10000000', interval);
+  start(o.keepalive ? KEEPALIVE[o.keepalive] : 0, interval);
+  const state = cudaAddon().compilerState();
+  if (!state) throw statusError(Status.closed, where('start the NVRTC compiler'));
+  return state;
+}
+
+/** The compiler service's counters, or null when it is not running. */
+export function compilerState(): NativeCompilerState | null {
+  return cudaAddon().compilerState();
+}
+
+/**
+ * Finishes the compiles queued so far, then stops the compiler service and unregisters its exit
+ * close. A later compile() starts a new one.
+ */
+export async function stopCompiler(): Promise<void> {
+  const addon = cudaAddon();
+  if (!addon.compilerState()) return;
+  await realm()
+    .expect(
+      pending,
+      where('stop the compiler'),
+      (n) => addon.compilerDrain(n),
+      () => undefined,
+    )
+    .catch(() => undefined);
+  const error = addon.compilerClose();
+  if (error) throw backendError('cuda', `closing cuda-host:0/compiler failed: ${error}`);
+}

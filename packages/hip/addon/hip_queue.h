@@ -1,0 +1,71 @@
+// A HIP device: devexit's standard queue service whose vendor calls are HIP, on one stream that
+// the service thread creates and owns.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "devexit_queue.hpp"
+#include "hip_api.h"
+
+namespace devexit_hip {
+
+// The custom command that loads a code object: data = the image, text = the entry point; its
+// completion's value is the new kernel's id (> 0).
+class HipQueue : public devexit::QueueService {
+ public:
+  HipQueue(devexit_device_id id, const HipApi *api, std::string arch)
+      : QueueService(id, "queue"), api_(api), arch_(std::move(arch)) {}
+
+  const std::string &arch() const { return arch_; }
+  // Open(), remembering a failed start so that the next open makes a new queue.
+  int OpenQueue(std::string *error);
+  // The HIP error name of a failed start ("hipErrorNoDevice"); valid once Open() returned.
+  const std::string &start_error_name() const { return start_error_name_; }
+  // Its start failed: the next open makes a new one (the runtime may have changed its mind).
+  bool start_failed() const { return start_failed_.load(std::memory_order_acquire); }
+
+ protected:
+  bool OnStart(std::string *error) override;
+  bool VendorAlloc(uint64_t bytes, void **ptr) override;
+  void VendorFree(void *ptr) override;
+  bool VendorWrite(void *dst, std::vector<uint8_t> &data) override;
+  bool VendorRead(uint8_t *dst, const void *src, uint64_t bytes) override;
+  bool VendorFill(void *dst, uint32_t value, uint64_t bytes) override;
+  bool VendorCopy(void *dst, const void *src, uint64_t bytes) override;
+  bool VendorLaunch(int32_t kernel, const uint32_t grid[3], std::vector<devexit::ResolvedArg> &args) override;
+  bool VendorSync() override;
+  void VendorCustom(devexit::QueueCommand &c) override;
+  void VendorRelease() override;
+
+ private:
+  // false, with the failure kept for the next read or flush, when e is not hipSuccess.
+  bool Check(hipError_t e, const char *what);
+  bool EnsureBuiltins();
+  bool CheckBuiltinArgs(uint32_t index, const std::vector<devexit::ResolvedArg> &args);
+
+  const HipApi *api_;
+  const std::string arch_;
+  std::string start_error_name_;
+  std::atomic<bool> start_failed_{false};
+  // Service thread only.
+  hipStream_t stream_ = nullptr;
+  std::vector<hipModule_t> modules_;
+  std::unordered_map<int32_t, hipFunction_t> kernels_;
+  int32_t next_kernel_ = 1;
+  std::vector<hipFunction_t> builtins_;
+  // Host bytes of asynchronous copies: HIP may read them until the stream is synchronised.
+  std::vector<std::vector<uint8_t>> staging_;
+  uint64_t staged_bytes_ = 0;
+  std::vector<uint64_t> arg_values_;
+  std::vector<void *> arg_pointers_;
+};
+
+// The process-wide queue of device `index`: a new one when there is none or the last one closed
+// (a closed one stays allocated: the registry or another realm may still point to it).
+HipQueue *OpenDevice(const HipApi *api, uint32_t index, std::string *error);
+
+}  // namespace devexit_hip

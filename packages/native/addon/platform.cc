@@ -1,0 +1,62 @@
+#include "platform.h"
+
+#include <cstdio>
+
+#if defined(_WIN32)
+#include <io.h>
+#include <windows.h>
+#else
+#include <dlfcn.h>
+#include <unistd.h>
+#endif
+
+namespace devexit {
+
+void WriteStderr(const std::string &text) {
+  const char *p = text.data();
+  size_t left = text.size();
+  while (left > 0) {
+#if defined(_WIN32)
+    int n = _write(2, p, static_cast<unsigned>(left > 0x7fffffff ? 0x7fffffff : left));
+#else
+    ssize_t n = write(2, p, left);
+#endif
+    if (n <= 0) return;
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+}
+
+void PinSelf() {
+#if defined(_WIN32)
+  HMODULE self = nullptr;
+  GetModuleHandleExW(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS | GET_MODULE_HANDLE_EX_FLAG_PIN,
+                     reinterpret_cast<LPCWSTR>(&PinSelf), &self);
+#elif defined(__APPLE__)
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void *>(&PinSelf), &info) && info.dli_fname)
+    dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE);  // a reference never dropped
+#endif
+  // Linux and other ELF platforms: linked with -z nodelete (gyp.js).
+}
+
+void QuickExit(int code) {
+  fflush(nullptr);
+  std::_Exit(code);
+}
+
+const char *PlatformName() {
+#if DEVEXIT_HAVE_TLS_GUARD
+  return "glibc";
+#elif defined(DEVEXIT_PORTABLE)
+  return "portable";
+#elif defined(__APPLE__)
+  return "macos";
+#elif defined(_WIN32)
+  return "windows";
+#else
+  return "other";
+#endif
+}
+
+}  // namespace devexit
