@@ -456,8 +456,12 @@ for (const pm of managers) {
     check(row, 'install', r.code === 0, r.out.slice(-3000));
     if (r.code !== 0) break;
     if (pm === 'npm') {
-      // npm prints "> name@version script" for every script it runs with --foreground-scripts.
-      const ours = r.out.match(/^> @devexit\/\S+ (preinstall|install|postinstall)$/gm) ?? [];
+      // npm prints "> name@version script" for every script it runs with --foreground-scripts,
+      // and (npm 11) lists the packages with install scripts that allowScripts does not cover.
+      const ours = [
+        ...(r.out.match(/^> @devexit\/\S+ (preinstall|install|postinstall)$/gm) ?? []),
+        ...(r.out.match(/^npm warn install-scripts +@devexit\/.*$/gm) ?? []),
+      ];
       check(row, 'no scripts', ours.length === 0, ours.join('; '));
       row.others = (r.out.match(/^> (?!@devexit\/)\S+ (preinstall|install|postinstall)$/gm) ?? []).map((l) =>
         l.slice(2),
