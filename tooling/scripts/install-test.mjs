@@ -17,7 +17,7 @@
 // table; exit 1 on any failure.
 //
 //   node tooling/scripts/install-test.mjs [--pm npm|pnpm] [--keep] [--no-build]
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import {
   copyFileSync,
   existsSync,
@@ -33,6 +33,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { addons, platformDir, platformName, readJson, root } from './addons.mjs';
+import { formatTable, lastJson, pool, run, runAsync } from './install-test/run.mjs';
 
 const { values: opts } = parseArgs({
   options: {
@@ -62,54 +63,6 @@ const STEPS = [
   // The CLI beside them: doctor finds every backend through its optional peers.
   { id: 'd', label: '+ cli', add: ['@devexit/cli'], ts: [], doctor: true },
 ];
-
-function run(argv, { cwd, env, timeout = 300_000 } = {}) {
-  const t = Date.now();
-  const r = spawnSync(argv[0], argv.slice(1), { cwd, env, encoding: 'utf8', timeout, maxBuffer: 64 << 20 });
-  const out = `${r.stdout ?? ''}${r.stderr ?? ''}`;
-  return {
-    code: r.status ?? (r.signal ? 128 : 1),
-    out,
-    stdout: r.stdout ?? '',
-    stderr: r.stderr ?? '',
-    ms: Date.now() - t,
-    error: r.error,
-  };
-}
-
-/** run(), without blocking: the TypeScript builds and the packs run two or three at a time. */
-function runAsync(argv, { cwd, env, timeout = 300_000 } = {}) {
-  return new Promise((resolve) => {
-    const t = Date.now();
-    const child = spawn(argv[0], argv.slice(1), { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => {
-      stdout += d;
-    });
-    child.stderr.on('data', (d) => {
-      stderr += d;
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeout);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code: code ?? (signal ? 128 : 1), out: stdout + stderr, stdout, stderr, ms: Date.now() - t });
-    });
-  });
-}
-
-async function pool(items, limit, fn) {
-  const results = [];
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      results[i] = await fn(items[i]);
-    }
-  };
-  await Promise.all(Array.from({ length: limit }, worker));
-  return results;
-}
 
 function fail(message) {
   console.error(`install-test: ${message}`);
@@ -250,19 +203,6 @@ function check(row, name, ok, detail) {
   if (!ok) {
     failures++;
     console.log(`  FAIL ${row.pm} ${row.step} ${name}: ${detail}`);
-  }
-}
-
-function lastJson(text) {
-  const line = text
-    .trim()
-    .split('\n')
-    .reverse()
-    .find((l) => l.startsWith('{'));
-  try {
-    return line ? JSON.parse(line) : undefined;
-  } catch {
-    return undefined;
   }
 }
 
@@ -507,29 +447,7 @@ for (const pm of managers) {
 }
 
 // ---- 4. The table.
-const names = [...new Set(rows.flatMap((r) => r.checks.map((c) => c.name)))];
-const header = ['pm', 'step', 'install s', 'step s', ...names];
-const table = rows.map((r) => [
-  r.pm,
-  r.step,
-  r.installSeconds,
-  r.seconds ?? '',
-  ...names.map((n) => {
-    const c = r.checks.filter((x) => x.name === n);
-    if (!c.length) return '';
-    return c.every((x) => x.ok) ? 'ok' : 'FAIL';
-  }),
-]);
-const widths = header.map((h, i) => Math.max(h.length, ...table.map((row) => String(row[i]).length)));
-const line = (cells) => cells.map((c, i) => String(c).padEnd(widths[i])).join('  ');
-console.log(`\n${line(header)}`);
-for (const row of table) console.log(line(row));
-for (const r of rows) {
-  for (const [name, p] of Object.entries(r.probes))
-    console.log(`${r.pm} ${r.step.split(' ')[0]}: ${name} probe: ${p}`);
-  if (r.others?.length)
-    console.log(`${r.pm} ${r.step.split(' ')[0]}: scripts npm ran (not ours): ${r.others.join(', ')}`);
-}
+console.log(`\n${formatTable(rows)}`);
 console.log(
   `install-test: ${failures ? `${failures} failure(s)` : 'all passed'} in ${seconds(started)} s (${work}${opts.keep ? ', kept' : ''})`,
 );
