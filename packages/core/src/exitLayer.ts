@@ -1,5 +1,6 @@
 import { writeSync } from 'node:fs';
 import { deviceTypeName } from './deviceId.js';
+import { markExiting as markRealmExiting } from './exiting.js';
 import { type CloseReportEntry, reportText } from './report.js';
 import { settings, warnOnce } from './settings.js';
 import { type CloseRun, coreState } from './state.js';
@@ -134,7 +135,7 @@ export function runCloses(
   exitCode: number | undefined,
 ): CloseReportEntry[] {
   const state = coreState();
-  if (markExiting) state.exiting = true;
+  if (markExiting) markRealmExiting();
   const queue = [...state.entries.values()];
   state.entries.clear();
   queue.sort((a, b) => a.type - b.type || a.index - b.index || b.seq - a.seq);
@@ -170,7 +171,7 @@ function continueRun(run: CloseRun, code: number, how: string): void {
   if (run.current) endCurrent(run, `the close exited (${how}(${code}))`);
   run.exitCode = code;
   run.markExiting = true;
-  coreState().exiting = true;
+  markRealmExiting();
   run.explicit = false; // the process is ending: nobody reads the results, print them
   drive(run);
 }
