@@ -31,6 +31,8 @@ export interface NativeBridge {
   jsCloseBegin(layer: string, exitCode: number, type: number, index: number, service: string): void;
   /** It returned (or a nested exit abandoned it): true if past the deadline. */
   jsCloseEnd(): boolean;
+  /** Whether this realm runs on the process's main thread (undefined: ask worker_threads). */
+  isMainThread?(): boolean | undefined;
 }
 
 export interface JsEntry {

@@ -35,6 +35,7 @@ enum class QueueOp : uint8_t {
   kLaunch = 7,  // kernel, grid[3], args
   kFlush = 8,   // -> completion once everything before it ran
   kCustom = 9,  // backend-specific (loading a module...), with a completion
+  kBatch = 10,  // words: a batch from JS (see BatchReader), run command by command
 };
 
 struct KernelArg {
@@ -60,109 +61,154 @@ struct QueueCommand {
   uint32_t grid[3] = {1, 1, 1};
   std::vector<KernelArg> args;
   std::vector<uint8_t> data;  // write payload, or the custom command's input
+  std::vector<double> words;  // a batch's commands, decoded on the service thread
   std::string text;           // the custom command's name/entry
   double completion = 0;      // the pending id of read / flush / custom
   std::shared_ptr<CompletionSink> sink;
 };
 
-// Decodes a batch of commands from JS (launch, fill, copy, free, alloc: the ones that carry no
-// bytes and answer nothing). Words are doubles; each command starts with its op:
+// A batch of commands from JS (launch, fill, copy, free, alloc: the ones that carry no bytes and
+// answer nothing). Words are doubles; each command starts with its op:
 //   alloc:  1, buffer, bytes
 //   free:   2, buffer
 //   fill:   5, buffer, value, offset, bytes
 //   copy:   6, src, dst, bytes, srcOffset, dstOffset
 //   launch: 7, kernel, gx, gy, gz, nargs, then nargs x (kind, value)  (f32 values as numbers)
-// Returns false for a malformed batch (nothing is decoded then).
-inline bool DecodeBatch(const double *w, size_t n, std::vector<QueueCommand> *out) {
-  auto u32 = [](double v, uint32_t *o) {
+// BatchReader decodes one command at a time into a QueueCommand that the caller reuses, so that
+// decoding allocates nothing once the command's argument vector has grown to the batch's widest
+// launch. Next() returns false at the end or at a malformed command (then malformed() is true).
+class BatchReader {
+ public:
+  BatchReader(const double *w, size_t n) : w_(w), n_(n) {}
+
+  bool malformed() const { return malformed_; }
+
+  bool Next(QueueCommand *c) {
+    if (i_ >= n_ || malformed_) return false;
+    if (!Decode(c)) {
+      malformed_ = true;
+      return false;
+    }
+    return true;
+  }
+
+ private:
+  static bool U32(double v, uint32_t *o) {
     if (!(v >= 0 && v <= 4294967295.0) || v != static_cast<double>(static_cast<uint64_t>(v))) return false;
     *o = static_cast<uint32_t>(v);
     return true;
-  };
-  auto u64 = [](double v, uint64_t *o) {
+  }
+  static bool U64(double v, uint64_t *o) {
     if (!(v >= 0 && v <= 9007199254740991.0) || v != static_cast<double>(static_cast<uint64_t>(v))) return false;
     *o = static_cast<uint64_t>(v);
     return true;
-  };
-  size_t first = out->size();
-  size_t i = 0;
-  auto fail = [&] {
-    out->resize(first);
-    return false;
-  };
-  while (i < n) {
-    QueueCommand c;
+  }
+  static bool I32(double v, int32_t *o) {
+    if (!(v >= -2147483648.0 && v <= 2147483647.0) || v != static_cast<double>(static_cast<int64_t>(v))) return false;
+    *o = static_cast<int32_t>(v);
+    return true;
+  }
+  bool Need(size_t at, size_t k) const { return at + k <= n_; }
+
+  bool Decode(QueueCommand *c) {
+    const double *w = w_;
     uint32_t op;
-    if (!u32(w[i++], &op)) return fail();
-    auto need = [&](size_t k) { return i + k <= n; };
+    if (!U32(w[i_++], &op)) return false;
+    size_t i = i_;
     switch (static_cast<QueueOp>(op)) {
       case QueueOp::kAlloc:
-        if (!need(2) || !u32(w[i], &c.buffer) || !u64(w[i + 1], &c.bytes)) return fail();
+        if (!Need(i, 2) || !U32(w[i], &c->buffer) || !U64(w[i + 1], &c->bytes)) return false;
         i += 2;
         break;
       case QueueOp::kFree:
-        if (!need(1) || !u32(w[i], &c.buffer)) return fail();
+        if (!Need(i, 1) || !U32(w[i], &c->buffer)) return false;
         i += 1;
         break;
       case QueueOp::kFill:
-        if (!need(4) || !u32(w[i], &c.buffer) || !u32(w[i + 1], &c.value) || !u64(w[i + 2], &c.offset) ||
-            !u64(w[i + 3], &c.bytes))
-          return fail();
+        if (!Need(i, 4) || !U32(w[i], &c->buffer) || !U32(w[i + 1], &c->value) || !U64(w[i + 2], &c->offset) ||
+            !U64(w[i + 3], &c->bytes))
+          return false;
         i += 4;
         break;
       case QueueOp::kCopy:
-        if (!need(5) || !u32(w[i], &c.buffer) || !u32(w[i + 1], &c.buffer2) || !u64(w[i + 2], &c.bytes) ||
-            !u64(w[i + 3], &c.offset) || !u64(w[i + 4], &c.offset2))
-          return fail();
+        if (!Need(i, 5) || !U32(w[i], &c->buffer) || !U32(w[i + 1], &c->buffer2) || !U64(w[i + 2], &c->bytes) ||
+            !U64(w[i + 3], &c->offset) || !U64(w[i + 4], &c->offset2))
+          return false;
         i += 5;
         break;
       case QueueOp::kLaunch: {
         uint32_t nargs;
-        if (!need(5) || !(w[i] >= -2147483648.0 && w[i] <= 2147483647.0) ||
-            w[i] != static_cast<double>(static_cast<int64_t>(w[i])))
-          return fail();
-        c.kernel = static_cast<int32_t>(w[i]);
-        if (!u32(w[i + 1], &c.grid[0]) || !u32(w[i + 2], &c.grid[1]) || !u32(w[i + 3], &c.grid[2]) ||
-            !u32(w[i + 4], &nargs) || !need(5 + 2 * static_cast<size_t>(nargs)))
-          return fail();
+        if (!Need(i, 5) || !I32(w[i], &c->kernel) || !U32(w[i + 1], &c->grid[0]) || !U32(w[i + 2], &c->grid[1]) ||
+            !U32(w[i + 3], &c->grid[2]) || !U32(w[i + 4], &nargs) || !Need(i + 5, 2 * static_cast<size_t>(nargs)))
+          return false;
         i += 5;
-        c.args.resize(nargs);
+        c->args.resize(nargs);
         for (uint32_t a = 0; a < nargs; a++, i += 2) {
-          KernelArg &arg = c.args[a];
-          if (!u32(w[i], &arg.kind)) return fail();
-          double v = w[i + 1];
+          KernelArg &arg = c->args[a];
+          arg.bits = 0;
+          arg.buffer = 0;
+          if (!U32(w[i], &arg.kind)) return false;
+          const double v = w[i + 1];
           switch (arg.kind) {
             case kArgBuffer:
-              if (!u32(v, &arg.buffer)) return fail();
+              if (!U32(v, &arg.buffer)) return false;
               break;
             case kArgU32:
-              if (!u32(v, &arg.bits)) return fail();
+              if (!U32(v, &arg.bits)) return false;
               break;
             case kArgI32: {
-              if (!(v >= -2147483648.0 && v <= 2147483647.0) || v != static_cast<double>(static_cast<int64_t>(v)))
-                return fail();
-              int32_t s = static_cast<int32_t>(v);
+              int32_t s;
+              if (!I32(v, &s)) return false;
               std::memcpy(&arg.bits, &s, 4);
               break;
             }
             case kArgF32: {
-              float f = static_cast<float>(v);
+              const float f = static_cast<float>(v);
               std::memcpy(&arg.bits, &f, 4);
               break;
             }
             default:
-              return fail();
+              return false;
           }
         }
         break;
       }
       default:
-        return fail();
+        return false;
     }
-    c.op = static_cast<QueueOp>(op);
+    c->op = static_cast<QueueOp>(op);
+    i_ = i;
+    return true;
+  }
+
+  const double *w_;
+  size_t n_;
+  size_t i_ = 0;
+  bool malformed_ = false;
+};
+
+// Decodes a whole batch into separate commands, appended to *out. Returns false for a malformed
+// batch (nothing is appended then).
+inline bool DecodeBatch(const double *w, size_t n, std::vector<QueueCommand> *out) {
+  const size_t first = out->size();
+  BatchReader reader(w, n);
+  for (;;) {
+    QueueCommand c;
+    if (!reader.Next(&c)) break;
     out->push_back(std::move(c));
   }
-  return true;
+  if (!reader.malformed()) return true;
+  out->resize(first);
+  return false;
+}
+
+// Checks a whole batch without keeping anything: true when every command decodes.
+inline bool CheckBatch(const double *w, size_t n) {
+  thread_local QueueCommand scratch;  // its argument vector is reused from batch to batch
+  BatchReader reader(w, n);
+  while (reader.Next(&scratch)) {
+  }
+  return !reader.malformed();
 }
 
 // A device's queue service: the standard commands over the backend's vendor calls. Heap-hold it
@@ -205,6 +251,7 @@ class QueueService : public ServiceThread<QueueCommand> {
   // The close, exactly once: drop what is queued (device.close() drains first, so nothing is
   // left for it), stop, release, join. With JS alive, every realm hears that the device closed.
   int Close(const CloseContext &ctx, std::string *error) {
+    closed_word_.store(1, std::memory_order_release);
     return close_.Run(ctx.deadline_ns, error, [&](std::string *why) {
       bool joined = Stop(StopMode::kDrop, ctx, why);
       if (ctx.js_alive) Realms::Get().NotifyClosed(id_.index, service_, true);
@@ -214,6 +261,11 @@ class QueueService : public ServiceThread<QueueCommand> {
 
   bool closed() { return close_.started(); }
 
+  // A word that turns 1 when the close begins (as closed() does), for JS to read through a
+  // typed-array view instead of a call on every enqueue. The service is never freed, so neither
+  // is the word.
+  uint32_t *closed_word() { return reinterpret_cast<uint32_t *>(&closed_word_); }
+
   // A buffer id, unique on this device across realms; its memory comes when the queue reaches
   // the alloc command.
   uint32_t NewBufferId() { return next_buffer_.fetch_add(1, std::memory_order_relaxed); }
@@ -221,6 +273,17 @@ class QueueService : public ServiceThread<QueueCommand> {
   // Submits and maps a refusal to kClosed or kExiting.
   int Enqueue(QueueCommand &&c) { return Refusal(Submit(std::move(c))); }
   int EnqueueAll(std::vector<QueueCommand> &batch) { return Refusal(SubmitAll(batch)); }
+
+  // A batch from JS as one command: checked whole here (kBadArgs, nothing queued, if any of it
+  // is malformed), decoded and run command by command on the service thread. The calling thread
+  // pays a check and a copy per command, and no allocation per command anywhere.
+  int EnqueueBatch(const double *words, size_t n) {
+    if (!CheckBatch(words, n)) return kBadArgs;
+    QueueCommand c;
+    c.op = QueueOp::kBatch;
+    c.words.assign(words, words + n);
+    return Refusal(Submit(std::move(c)));
+  }
 
  protected:
   // ---- the backend's vendor calls, all on the service thread. Return true on success; on
@@ -343,6 +406,18 @@ class QueueService : public ServiceThread<QueueCommand> {
       case QueueOp::kCustom:
         VendorCustom(c);
         break;
+      case QueueOp::kBatch: {
+        // A drop stops between the batch's commands, as it does between queued commands.
+        BatchReader reader(c.words.data(), c.words.size());
+        while (!dropping() && reader.Next(&batch_command_)) {
+          try {
+            Execute(batch_command_);
+          } catch (const std::exception &e) {
+            OnExecuteFailed(batch_command_, e.what());
+          }
+        }
+        break;
+      }
     }
   }
 
@@ -404,9 +479,11 @@ class QueueService : public ServiceThread<QueueCommand> {
   bool opened_ = false;
   std::atomic<uint32_t> next_buffer_{1};
   CloseOnce close_;
+  std::atomic<uint32_t> closed_word_{0};
   // Service thread only.
   std::unordered_map<uint32_t, Buffer> buffers_;
   std::vector<ResolvedArg> args_;
+  QueueCommand batch_command_;  // reused for every command of every batch
   int sticky_status_ = kOk;
   std::string sticky_, sticky_name_;
 };
