@@ -6,8 +6,9 @@
 // (a 7-bit tag of the hash): at a million keys that is 2 MiB, which stays in cache, where 8-byte
 // slots (16 MiB) cost a memory round trip per registration (~130 ns here). The slots' record
 // numbers (4 bytes each) are read only on a tag match and written once per insert; growing
-// re-reads only the records' stored hashes. What is left at a million keys is that one write
-// into 8 MiB: tooling/bench measures it against the same write into a bare index.
+// re-reads only the records' stored hashes. What is left at a million keys is the memory: the
+// probe of the 2 MiB of tags misses the cache once the records stream through it (see
+// tooling/bench's registration rows and the README's performance notes).
 #pragma once
 
 #include <cstdint>
