@@ -15,7 +15,10 @@ import startup from './lib/startup.mjs';
 import wgpu from './lib/wgpu.mjs';
 
 const quick = process.argv.includes('--quick');
-const only = process.argv.find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',');
+const only = process.argv
+  .find((a) => a.startsWith('--only='))
+  ?.slice('--only='.length)
+  .split(',');
 const sections = { hotpath, startup, exit, cpu, wgpu, registration };
 
 const started = performance.now();
@@ -51,7 +54,12 @@ for (const r of rows) {
 }
 const widths = table[0].map((_, i) => Math.max(...table.map((t) => t[i].length)));
 for (const [i, t] of table.entries()) {
-  console.log(t.map((c, j) => c.padEnd(widths[j])).join('  ').trimEnd());
+  console.log(
+    t
+      .map((c, j) => c.padEnd(widths[j]))
+      .join('  ')
+      .trimEnd(),
+  );
   if (i === 0) console.log(widths.map((w) => '-'.repeat(w)).join('  '));
 }
 console.log(

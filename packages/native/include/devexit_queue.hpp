@@ -9,6 +9,7 @@
 // devexit_queue_command.hpp.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -115,6 +116,12 @@ class QueueService : public ServiceThread<QueueCommand> {
   virtual void VendorCustom(QueueCommand &c) { Answer(c, new Completion(), false); }
   // After the last command: release what remains besides buffers (modules, streams, contexts).
   virtual void VendorRelease() {}
+  // Backends whose VendorLaunch returns before the device ran the launch (a stream): about how
+  // much launched work may wait on the device, in ns. A close drops what is still queued here,
+  // but what was handed to the device runs to its end first: without a bound, a batch of 1,000
+  // long launches would all be on the stream at exit. 0 (the default): launches are done when
+  // VendorLaunch returns (cpu).
+  virtual int64_t InFlightBudgetNs() { return 0; }
 
   // Records the first failure since the last read or flush; that one rejects with it.
   void Fail(int status, const std::string &message, const std::string &name = "") {
@@ -171,6 +178,7 @@ class QueueService : public ServiceThread<QueueCommand> {
           if (c.bytes) VendorRead(out->data.data(), static_cast<char *>(p) + c.offset, c.bytes);
         }
         VendorSync();
+        Repace();
         Answer(c, out, true);
         break;
       }
@@ -209,11 +217,12 @@ class QueueService : public ServiceThread<QueueCommand> {
             }
           }
         }
-        if (ok) VendorLaunch(c.kernel, c.grid, args_);
+        if (ok && VendorLaunch(c.kernel, c.grid, args_)) Pace();
         break;
       }
       case QueueOp::kFlush:
         VendorSync();
+        Repace();
         Answer(c, new Completion(), true);
         break;
       case QueueOp::kCustom:
@@ -268,6 +277,29 @@ class QueueService : public ServiceThread<QueueCommand> {
     uint64_t size = 0;
   };
 
+  // After a launch, with InFlightBudgetNs() > 0: synchronizes once the launches since the last
+  // synchronize are expected to take longer than the budget, expecting each to take what the
+  // previous window's launches took on average. Starts with a window of one launch, and again
+  // after each read or flush (the next launches may be other kernels): long kernels then keep
+  // one launch on the device, tiny ones grow the window (up to 4096) and pay one synchronize per
+  // ~budget of device work. A window learned on tiny kernels and then filled with long ones
+  // (no read or flush between them) holds up to window x their time.
+  void Repace() {
+    paced_ = 0;
+    pace_window_ = 1;
+  }
+
+  void Pace() {
+    const int64_t budget = InFlightBudgetNs();
+    if (budget <= 0) return;
+    if (paced_ == 0) pace_start_ns_ = MonotonicNs();
+    if (++paced_ < pace_window_) return;
+    VendorSync();
+    const int64_t per_launch = std::max<int64_t>(1, (MonotonicNs() - pace_start_ns_) / paced_);
+    pace_window_ = static_cast<uint32_t>(std::min<int64_t>(4096, std::max<int64_t>(1, budget / per_launch)));
+    paced_ = 0;
+  }
+
   // The buffer's base address when [offset, offset + bytes) lies inside it; else a kept failure.
   void *Span(uint32_t id, uint64_t offset, uint64_t bytes) {
     auto it = buffers_.find(id);
@@ -316,6 +348,9 @@ class QueueService : public ServiceThread<QueueCommand> {
   std::unordered_map<uint32_t, Buffer> buffers_;
   std::vector<ResolvedArg> args_;
   QueueCommand batch_command_;  // reused for every command of every batch
+  uint32_t paced_ = 0;          // launches since the last synchronize (see Pace)
+  uint32_t pace_window_ = 1;
+  int64_t pace_start_ns_ = 0;
   int sticky_status_ = kOk;
   std::string sticky_, sticky_name_;
 };

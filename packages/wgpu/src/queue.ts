@@ -424,7 +424,11 @@ function repeats(bound: BoundArg[], args: readonly KernelArg[]): boolean {
     for (const k in a) {
       if (k !== b.kind || ++keys > 1) return false;
     }
-    if (keys !== 1 || !Object.hasOwn(a, b.kind) || !Object.is((a as Record<string, unknown>)[b.kind], b.value))
+    if (
+      keys !== 1 ||
+      !Object.hasOwn(a, b.kind) ||
+      !Object.is((a as Record<string, unknown>)[b.kind], b.value)
+    )
       return false;
   }
   return true;
