@@ -217,7 +217,7 @@ class QueueService : public ServiceThread<QueueCommand> {
             }
           }
         }
-        if (ok && VendorLaunch(c.kernel, c.grid, args_)) Pace();
+        if (ok && Pace()) VendorLaunch(c.kernel, c.grid, args_);
         break;
       }
       case QueueOp::kFlush:
@@ -277,27 +277,31 @@ class QueueService : public ServiceThread<QueueCommand> {
     uint64_t size = 0;
   };
 
-  // After a launch, with InFlightBudgetNs() > 0: synchronizes once the launches since the last
-  // synchronize are expected to take longer than the budget, expecting each to take what the
-  // previous window's launches took on average. Starts with a window of one launch, and again
-  // after each read or flush (the next launches may be other kernels): long kernels then keep
-  // one launch on the device, tiny ones grow the window (up to 4096) and pay one synchronize per
-  // ~budget of device work. A window learned on tiny kernels and then filled with long ones
-  // (no read or flush between them) holds up to window x their time.
+  // Before a launch, with InFlightBudgetNs() > 0: when the launches since the last synchronize
+  // are expected to take longer than the budget, synchronizes first, each launch expected to take
+  // what the previous window's took on average. The window starts at one launch, and again after
+  // each read or flush (the next launches may be other kernels): long kernels then keep one
+  // launch on the device, tiny ones grow the window (up to 4096) and pay one synchronize per
+  // ~budget of device work. A window learned on tiny kernels and then filled with long ones (no
+  // read or flush between them) holds up to window x their time. False: a drop came while it
+  // waited, and the launch is dropped too.
   void Repace() {
     paced_ = 0;
     pace_window_ = 1;
   }
 
-  void Pace() {
+  bool Pace() {
     const int64_t budget = InFlightBudgetNs();
-    if (budget <= 0) return;
-    if (paced_ == 0) pace_start_ns_ = MonotonicNs();
-    if (++paced_ < pace_window_) return;
-    VendorSync();
-    const int64_t per_launch = std::max<int64_t>(1, (MonotonicNs() - pace_start_ns_) / paced_);
-    pace_window_ = static_cast<uint32_t>(std::min<int64_t>(4096, std::max<int64_t>(1, budget / per_launch)));
-    paced_ = 0;
+    if (budget <= 0) return true;
+    if (paced_ >= pace_window_) {
+      VendorSync();
+      const int64_t per_launch = std::max<int64_t>(1, (MonotonicNs() - pace_start_ns_) / paced_);
+      pace_window_ = static_cast<uint32_t>(std::min<int64_t>(4096, std::max<int64_t>(1, budget / per_launch)));
+      paced_ = 0;
+      if (dropping()) return false;
+    }
+    if (paced_++ == 0) pace_start_ns_ = MonotonicNs();
+    return true;
   }
 
   // The buffer's base address when [offset, offset + bytes) lies inside it; else a kept failure.

@@ -17,12 +17,14 @@ import {
   type DeviceBuffer,
   type DeviceId,
   type Grid,
+  isExiting,
   type Kernel,
   type KernelArg,
   outOfRangeError,
   type Queue,
 } from '@devexit/core';
 import { BYTE_COPY, type KernelSource, workgroups } from './kernels.js';
+import { exitState } from './state.js';
 
 const UNIFORM_SLOT = 256;
 const ceil4 = (n: number) => Math.ceil(n / 4) * 4;
@@ -302,9 +304,9 @@ export class WgpuQueue implements Queue {
     // The kernel's last launch again (same buffers, same scalar values, same grid): its checks
     // passed for exactly these arguments, and its bind group and workgroups still hold.
     const last = this.#lastBound.get(kernel);
-    if (last !== undefined && grid === last.grid && repeats(last.args, args)) {
-      this.#d.check(`launch ${kernel.name}`);
-      if (last.groups) this.#dispatch(kernel, last.groups, last.args);
+    if (last !== undefined && last.groups !== undefined && grid === last.grid && repeats(last.args, args)) {
+      if (this.#d.closed || isExiting() || exitState.exiting) this.#d.check(`launch ${kernel.name}`);
+      this.#record(kernel, last.group, last.groups);
       return;
     }
     const dims = checkGrid(grid);
@@ -326,8 +328,11 @@ export class WgpuQueue implements Queue {
     }
   }
 
-  #dispatch(k: WgpuKernel, [x, y, z]: [number, number, number], args: BoundArg[]): void {
-    const group = this.#bindGroup(k, args);
+  #dispatch(k: WgpuKernel, groups: [number, number, number], args: BoundArg[]): void {
+    this.#record(k, this.#bindGroup(k, args), groups);
+  }
+
+  #record(k: WgpuKernel, group: GPUBindGroup, [x, y, z]: [number, number, number]): void {
     const pass = this.#computePass();
     if (this.#passPipeline !== k.pipeline) {
       pass.setPipeline(k.pipeline);

@@ -18,6 +18,8 @@ export default async function exit({ quick }) {
     bare: () => timedExit([fixture('exit64.cjs'), 'bare']),
     loaded: () => timedExit([fixture('exit64.cjs'), 'loaded']),
     services: () => timedExit([fixture('exit64.cjs'), 'services']),
+    signalExit: () => timedExit([fixture('exit64.cjs'), 'signal-exit']),
+    exitHook: () => timedExit([fixture('exit64.cjs'), 'exit-hook']),
   });
   const ms = (k) => median(e[k].map((x) => x.exitMs));
   rows.push(
@@ -31,7 +33,8 @@ export default async function exit({ quick }) {
       met: (r) => r.ratio <= 1.05,
       detail:
         `process.exit() to the parent seeing the child gone, median of ${runs} each, interleaved; ` +
-        `@devexit/native loaded with nothing registered: ${ms('loaded').toFixed(2)} ms`,
+        `@devexit/native loaded with nothing registered: ${ms('loaded').toFixed(2)} ms; one hook of ` +
+        `signal-exit: ${ms('signalExit').toFixed(2)} ms, of exit-hook: ${ms('exitHook').toFixed(2)} ms`,
     }),
   );
 
