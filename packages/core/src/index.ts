@@ -42,7 +42,7 @@ export {
   installNativeBridge,
 } from './registry.js';
 
-import { isExiting as isExitingImpl } from './registry.js';
+import { isExiting as isExitingImpl } from './exiting.js';
 
 /**
  * True once the process began closing services for exit. A data property, not a re-export

@@ -1,5 +1,6 @@
 import { checkDeviceId, checkName, type DeviceId, deviceTypeName } from './deviceId.js';
 import { exitingError, ServiceCloseError } from './errors.js';
+import { isExiting, syncCopies } from './exiting.js';
 import { installExitHooks, runCloses } from './exitLayer.js';
 import type { CloseReportEntry } from './report.js';
 import { realmSettings } from './settings.js';
@@ -42,19 +43,6 @@ export function forgetClose(device: DeviceId, serviceType: string): boolean {
   const dropped = state.entries.delete(key(id.type, id.index, serviceType));
   const nativeDropped = state.native ? state.native.forget(id.type, id.index, serviceType) === 0 : false;
   return dropped || nativeDropped;
-}
-
-/**
- * True once the process began closing services for exit (or after closeServices()). Reads the
- * native flag through a typed-array view: no call into native code.
- */
-export function isExiting(): boolean {
-  const state = coreState();
-  if (state.exiting) return true;
-  const native = state.native;
-  if (native === undefined) return false;
-  const view = native.exitingView;
-  return view !== undefined ? Atomics.load(view, 0) !== 0 : native.isExiting();
 }
 
 export interface CloseServicesOptions {
@@ -109,6 +97,7 @@ export function installNativeBridge(bridge: NativeBridge): void {
   });
   if (state.configured) bridge.applySettings(state.configured);
   state.native = bridge;
+  syncCopies(state);
   for (const [name, type] of state.typesByName) {
     if (type >= 16) state.typesByName.set(name, bridge.deviceType(name));
   }

@@ -31,6 +31,8 @@ export interface NativeBridge {
   jsCloseBegin(layer: string, exitCode: number, type: number, index: number, service: string): void;
   /** It returned (or a nested exit abandoned it): true if past the deadline. */
   jsCloseEnd(): boolean;
+  /** Whether this realm runs on the process's main thread (undefined: ask worker_threads). */
+  isMainThread?(): boolean | undefined;
 }
 
 export interface JsEntry {
@@ -65,7 +67,7 @@ export interface CloseRun {
 }
 
 export interface CoreState {
-  version: 2;
+  version: 3;
   entries: Map<string, JsEntry>;
   seq: number;
   exiting: boolean;
@@ -82,10 +84,12 @@ export interface CoreState {
   warned: Set<string>;
   report: CloseReportEntry[];
   hooksInstalled: boolean;
+  /** One per copy of core in this realm: refreshes that copy's isExiting() variables (exiting.ts). */
+  syncs: Array<(state: CoreState) => void>;
 }
 
-// @2: the shape changed; an older core in the same realm keeps its own state.
-const KEY = Symbol.for('@devexit/core/state@2');
+// @3: the shape changed (@2 had no syncs); an older core in the same realm keeps its own state.
+const KEY = Symbol.for('@devexit/core/state@3');
 
 let cached: CoreState | undefined;
 
@@ -96,7 +100,7 @@ export function coreState(): CoreState {
   let state = g[KEY];
   if (!state) {
     state = {
-      version: 2,
+      version: 3,
       entries: new Map(),
       seq: 0,
       exiting: false,
@@ -110,6 +114,7 @@ export function coreState(): CoreState {
       warned: new Set(),
       report: [],
       hooksInstalled: false,
+      syncs: [],
     };
     Object.defineProperty(globalThis, KEY, { value: state, enumerable: false });
   }

@@ -156,6 +156,13 @@ Napi::Value BindSetExitCode(const Napi::CallbackInfo &info) {
   return info.Env().Undefined();
 }
 
+// true / false, or undefined where the platform cannot tell (JS then asks worker_threads).
+Napi::Value IsMainThread(const Napi::CallbackInfo &info) {
+  const int state = MainThreadState();
+  if (state < 0) return info.Env().Undefined();
+  return Napi::Boolean::New(info.Env(), state == 1);
+}
+
 }  // namespace
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
@@ -183,6 +190,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports["state"] = Napi::Function::New(env, State, "state");
   exports["armMainThread"] = Napi::Function::New(env, JsArmMainThread, "armMainThread");
   exports["setExitCode"] = Napi::Function::New(env, BindSetExitCode, "setExitCode");
+  exports["isMainThread"] = Napi::Function::New(env, IsMainThread, "isMainThread");
   return exports;
 }
 

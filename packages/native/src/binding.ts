@@ -39,4 +39,6 @@ export interface BindingModule {
   state(): string;
   armMainThread(by?: string): boolean;
   setExitCode(code: number): void;
+  /** Whether the calling thread is the process's main thread; undefined where the OS cannot tell. */
+  isMainThread(): boolean | undefined;
 }

@@ -104,6 +104,7 @@ const bridge: NativeBridge = {
   jsCloseBegin: (layer, exitCode, type, index, service) =>
     binding.jsCloseBegin(layer, exitCode, type, index, service),
   jsCloseEnd: () => binding.jsCloseEnd(),
+  isMainThread: () => binding.isMainThread(),
 };
 installNativeBridge(bridge);
 
