@@ -386,10 +386,12 @@ for (const pm of managers) {
     const row = { pm, step: `${step.id} ${step.label}`, checks: [], probes: {}, installSeconds: 0 };
     rows.push(row);
     writeProject(pm, project, deps, deps.includes('@devexit/wgpu'));
+    // Each step adds dependencies to the project of the step before, lockfile and all: under CI=true
+    // pnpm would refuse to update the lockfile (frozen by default there), as it would for a user.
     const argv =
       pm === 'npm'
         ? ['npm', 'install', '--foreground-scripts', '--no-audit', '--no-fund', '--prefer-offline']
-        : ['pnpm', 'install', '--prefer-offline'];
+        : ['pnpm', 'install', '--prefer-offline', '--no-frozen-lockfile'];
     const t0 = Date.now();
     const r = run(argv, { cwd: project, env, timeout: 600_000 });
     row.installSeconds = seconds(t0);
