@@ -13,7 +13,8 @@ export {
   type ProbeResult,
   type Queue,
 } from './backend.js';
-export { configure, currentConfig, type DevexitConfig } from './config.js';
+export { abortError, checkSignal, withAbort } from './abort.js';
+export { type CurrentConfig, configure, currentConfig, type DevexitConfig } from './config.js';
 export {
   BUILTIN_DEVICE_TYPES,
   checkDeviceId,
@@ -25,6 +26,13 @@ export {
   formatDeviceId,
 } from './deviceId.js';
 export {
+  CHANNELS,
+  type DevexitLogger,
+  type ExitEvent,
+  reportRegistered,
+} from './diagnostics.js';
+export {
+  AbortError,
   DevexitError,
   type DevexitErrorCode,
   deviceClosedError,
@@ -34,6 +42,7 @@ export {
   unavailableError,
 } from './errors.js';
 export {
+  type CloseAtExitOptions,
   type CloseServicesOptions,
   closeAtExit,
   closeServices,
@@ -59,9 +68,12 @@ export {
   parseSettings,
   type ReportMode,
   type Settings,
+  SHUTDOWN_SIGNALS,
+  type ShutdownSignal,
   settings,
   TIMEOUT_MS_RANGE,
 } from './settings.js';
+export { type ShutdownOptions, shutdown } from './shutdown.js';
 export type { NativeBridge, SettingsUpdate } from './state.js';
 export {
   type ArgumentErrorCode,
