@@ -9,6 +9,7 @@ import {
   isExiting,
   type Kernel,
   type Queue,
+  reportRegistered,
 } from '@devexit/core';
 import type { Completions } from './completions.js';
 import { NativeKernel, NativeQueue, type QueueAddon, type QueueOwner } from './nativeQueue.js';
@@ -78,6 +79,7 @@ export class NativeDevice<H> implements Device, QueueOwner<H> {
     if (!this.#queue) {
       this.#handle = this.#options.open();
       this.#queue = new NativeQueue(this);
+      reportRegistered(this.id, 'queue', 'native');
     }
     return this.#queue;
   }

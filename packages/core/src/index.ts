@@ -1,4 +1,5 @@
 export {
+  type AbortOptions,
   type ArgKind,
   type Backend,
   BUILTIN_KERNEL_SIGNATURES,

@@ -61,8 +61,11 @@ function onSignal(signal: NodeJS.Signals): void {
     if (process.listenerCount(signal) > 1) return;
     removeAll();
     if (process.listenerCount(signal) > 0) return;
-    process.kill(process.pid, signal);
-    setTimeout(() => process.exit(128 + signalNumber(signal)), FALLBACK_EXIT_MS);
+    // One more turn of the loop first: completions already delivered settle their promises.
+    setImmediate(() => {
+      process.kill(process.pid, signal);
+      setTimeout(() => process.exit(128 + signalNumber(signal)), FALLBACK_EXIT_MS);
+    });
   };
   run.promise.then(end, end);
 }
