@@ -3,8 +3,8 @@ import {
   DEFAULT_TIMEOUT_MS,
   type OnTimeout,
   realmSettings,
-  SHUTDOWN_SIGNALS,
   type Settings,
+  SHUTDOWN_SIGNALS,
   type ShutdownSignal,
   settings,
   TIMEOUT_MS_RANGE,
@@ -52,7 +52,8 @@ export interface CurrentConfig {
  * (ERR_INVALID_ARG_TYPE, ERR_INVALID_ARG_VALUE, ERR_OUT_OF_RANGE) and changes nothing.
  */
 export function configure(config: DevexitConfig): CurrentConfig {
-  if (config === undefined) throw invalidType('configure() options', `an object { ${KEYS.join(', ')} }`, config);
+  if (config === undefined)
+    throw invalidType('configure() options', `an object { ${KEYS.join(', ')} }`, config);
   const o = checkOptions(config, 'configure() options', KEYS);
   const timeoutMs =
     o.timeoutMs === undefined
@@ -68,6 +69,8 @@ export function configure(config: DevexitConfig): CurrentConfig {
     throw invalidType('logger', 'a function or null', logger);
 
   const state = coreState();
+  // First: the warnings of the settings parsed below go to it.
+  if (logger !== undefined) state.logger = (logger as DevexitLogger | null) ?? undefined;
   const update: SettingsUpdate = { origin: 'api', ...state.configured };
   if (timeoutMs !== undefined) {
     update.timeoutMs = timeoutMs;
@@ -90,7 +93,6 @@ export function configure(config: DevexitConfig): CurrentConfig {
     }),
   }) satisfies Settings;
   state.native?.applySettings(update);
-  if (logger !== undefined) state.logger = (logger as DevexitLogger | null) ?? undefined;
   if (signals !== undefined) applySignals(signals);
   return currentConfig();
 }

@@ -1,3 +1,4 @@
+export { abortError, checkSignal, withAbort } from './abort.js';
 export {
   type AbortOptions,
   type ArgKind,
@@ -14,7 +15,6 @@ export {
   type ProbeResult,
   type Queue,
 } from './backend.js';
-export { abortError, checkSignal, withAbort } from './abort.js';
 export { type CurrentConfig, configure, currentConfig, type DevexitConfig } from './config.js';
 export {
   BUILTIN_DEVICE_TYPES,

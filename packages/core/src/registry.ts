@@ -37,14 +37,22 @@ export function closeAtExit(
   checkName(serviceType, 'serviceType');
   if (typeof close !== 'function') throw invalidType('close', 'a function', close);
   const o = checkOptions(options, 'closeAtExit() options', ['drain']);
-  if (o.drain !== undefined && typeof o.drain !== 'function') throw invalidType('drain', 'a function', o.drain);
+  if (o.drain !== undefined && typeof o.drain !== 'function')
+    throw invalidType('drain', 'a function', o.drain);
   const state = coreState();
   if (isExiting())
     throw exitingError(`register a close for ${deviceTypeName(id.type)}:${id.index}/${serviceType}`);
   const k = key(id.type, id.index, serviceType);
   if (state.entries.has(k)) return false;
   const drain = o.drain as CloseAtExitOptions['drain'];
-  state.entries.set(k, { type: id.type, index: id.index, service: serviceType, close, seq: ++state.seq, drain });
+  state.entries.set(k, {
+    type: id.type,
+    index: id.index,
+    service: serviceType,
+    close,
+    seq: ++state.seq,
+    drain,
+  });
   installExitHooks();
   reportRegistered(id, serviceType, 'js');
   return true;

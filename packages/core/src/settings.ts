@@ -116,7 +116,11 @@ function readSignals(raw: string | undefined, warnings: string[]): readonly Shut
     const full = (name.startsWith('SIG') ? name : `SIG${name}`) as ShutdownSignal;
     if (!SHUTDOWN_SIGNALS.includes(full)) {
       warnings.push(
-        ignored('DEVEXIT_SIGNALS', raw ?? '', `a comma-separated list of ${SHUTDOWN_SIGNALS.join(', ')}, or none`),
+        ignored(
+          'DEVEXIT_SIGNALS',
+          raw ?? '',
+          `a comma-separated list of ${SHUTDOWN_SIGNALS.join(', ')}, or none`,
+        ),
       );
       return NO_SIGNALS;
     }

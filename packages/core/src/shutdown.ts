@@ -34,7 +34,8 @@ export function shutdown(options?: ShutdownOptions): Promise<CloseReportEntry[]>
   let signal: AbortSignal | undefined;
   try {
     const o = checkOptions(options, 'shutdown() options', ['drain', 'signal']);
-    if (o.drain !== undefined && typeof o.drain !== 'boolean') throw invalidType('drain', 'a boolean', o.drain);
+    if (o.drain !== undefined && typeof o.drain !== 'boolean')
+      throw invalidType('drain', 'a boolean', o.drain);
     drain = o.drain ?? true;
     signal = checkSignal(o.signal, 'signal');
   } catch (err) {
@@ -113,30 +114,22 @@ async function drainJs(state: CoreState, drainMs: number, stop: AbortSignal): Pr
     for (const e of entries) drained.set(e, false);
     return drained;
   }
-  const end = performance.now() + drainMs;
+  // What the drains are told, and what ends the wait: the deadline, or the drain cut short.
+  const over = new AbortController();
+  const end = () => over.abort();
+  const timer = setTimeout(end, drainMs);
+  stop.addEventListener('abort', end, { once: true });
+  const ended = new Promise<false>((resolve) => over.signal.addEventListener('abort', () => resolve(false)));
   await Promise.all(
     entries.map(async (e) => {
-      const work = (async () => e.drain?.(stop))().then(
+      const work = (async () => e.drain?.(over.signal))().then(
         () => true,
         () => false,
       );
-      drained.set(e, await within(work, end, stop));
+      drained.set(e, await Promise.race([work, ended]));
     }),
   );
+  clearTimeout(timer);
+  stop.removeEventListener('abort', end);
   return drained;
-}
-
-/** `work`'s result, or false at `end` (performance.now()) or when `stop` aborts. */
-function within(work: Promise<boolean>, end: number, stop: AbortSignal): Promise<boolean> {
-  return new Promise((resolve) => {
-    const finish = (ok: boolean) => {
-      clearTimeout(timer);
-      stop.removeEventListener('abort', aborted);
-      resolve(ok);
-    };
-    const aborted = () => finish(false);
-    const timer = setTimeout(() => finish(false), Math.max(0, end - performance.now()));
-    stop.addEventListener('abort', aborted, { once: true });
-    work.then(finish);
-  });
 }

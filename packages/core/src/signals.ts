@@ -26,7 +26,8 @@ function signalNumber(signal: string): number {
 /** Listens to exactly `signals` (removing devexit's listeners on the others). Main thread only. */
 export function installSignals(signals: readonly ShutdownSignal[]): void {
   const state = coreState();
-  const listeners = (state.signalListeners ??= new Map());
+  if (!state.signalListeners) state.signalListeners = new Map();
+  const listeners = state.signalListeners;
   for (const [signal, listener] of listeners) {
     if (signals.includes(signal as ShutdownSignal)) continue;
     process.removeListener(signal, listener);
