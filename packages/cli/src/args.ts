@@ -5,6 +5,7 @@ export const USAGE = `usage: devexit <command> [options]
 
 commands:
   doctor    the platform, which exit layers are armed, each backend's availability
+            (doctor run -- <command>: how a program ended, and what devexit did at its exit)
   demo      exit mid-work by four paths, with devexit and with the guard disabled
   help      this text, or a command's (devexit help demo)
 
