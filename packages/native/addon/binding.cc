@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "internal.h"
@@ -58,9 +59,12 @@ Napi::Value BindBeginShutdown(const Napi::CallbackInfo &info) {
   return Napi::Boolean::New(info.Env(), true);
 }
 
-// Where close_async's answer goes: a thread-safe function that holds the event loop open
-// while the closes run (shutdown() is awaited).
+// Where close_async's answer goes: a thread-safe function that holds the event loop open while
+// the closes run (shutdown() is awaited). A Worker may end first: its environment's cleanup
+// deletes the function, so a cleanup hook (added after it, so it runs first) marks it gone.
 struct AsyncClose {
+  std::mutex mu;
+  bool alive = true;
   Napi::ThreadSafeFunction tsfn;
 };
 
@@ -69,17 +73,29 @@ struct AsyncResult {
   std::string report;
 };
 
+void AsyncCloseEnvGone(void *arg) {
+  auto *holder = static_cast<std::shared_ptr<AsyncClose> *>(arg);
+  {
+    std::lock_guard<std::mutex> lock((*holder)->mu);
+    (*holder)->alive = false;
+  }
+  delete holder;
+}
+
 void AsyncCloseDone(void *ctx, int failures, const char *report_json) {
-  auto *pending = static_cast<AsyncClose *>(ctx);
+  std::unique_ptr<std::shared_ptr<AsyncClose>> holder(static_cast<std::shared_ptr<AsyncClose> *>(ctx));
+  AsyncClose &pending = **holder;
+  std::lock_guard<std::mutex> lock(pending.mu);
+  if (!pending.alive) return;
+  pending.alive = false;  // answered: the cleanup hook has nothing left to do
   auto *result = new AsyncResult{failures, report_json ? report_json : ""};
-  const napi_status st = pending->tsfn.NonBlockingCall(result, [](Napi::Env env, Napi::Function fn, AsyncResult *r) {
+  const napi_status st = pending.tsfn.NonBlockingCall(result, [](Napi::Env env, Napi::Function fn, AsyncResult *r) {
     std::unique_ptr<AsyncResult> owned(r);
     if (env == nullptr || fn.IsEmpty()) return;
     fn.Call({Napi::Number::New(env, r->failures), Napi::String::New(env, r->report)});
   });
   if (st != napi_ok) delete result;
-  pending->tsfn.Release();
-  delete pending;
+  pending.tsfn.Release();
 }
 
 // closeAsync(layer, drainMs, done(failures, reportJson)): shutdown(), step 2 — every native
@@ -91,13 +107,19 @@ Napi::Value BindCloseAsync(const Napi::CallbackInfo &info) {
   const std::string layer = StringArg(info, 0, DEVEXIT_LAYER_SHUTDOWN);
   const double drain_ms = info.Length() > 1 && info[1].IsNumber() ? info[1].As<Napi::Number>().DoubleValue() : 0;
   if (info.Length() < 3 || !info[2].IsFunction()) throw Napi::TypeError::New(env, "devexit: closeAsync takes a callback");
-  auto *pending = new AsyncClose();
+  auto pending = std::make_shared<AsyncClose>();
   pending->tsfn = Napi::ThreadSafeFunction::New(env, info[2].As<Napi::Function>(), "devexit-shutdown", 0, 1);
+  napi_add_env_cleanup_hook(env, AsyncCloseEnvGone, new std::shared_ptr<AsyncClose>(pending));
   const double ms = drain_ms > 0 ? (drain_ms < 9.0e12 ? drain_ms : 9.0e12) : 0;
   const int64_t deadline = NowNs() + static_cast<int64_t>(ms * 1e6);
-  if (Host()->close_async(layer.c_str(), deadline, AsyncCloseDone, pending) != DEVEXIT_OK) {
+  auto *ctx = new std::shared_ptr<AsyncClose>(pending);
+  if (Host()->close_async(layer.c_str(), deadline, AsyncCloseDone, ctx) != DEVEXIT_OK) {
+    delete ctx;
+    {
+      std::lock_guard<std::mutex> lock(pending->mu);
+      pending->alive = false;
+    }
     pending->tsfn.Release();
-    delete pending;
     throw Napi::Error::New(env, "devexit: cannot start a thread to run the closes");
   }
   return Napi::Boolean::New(env, true);

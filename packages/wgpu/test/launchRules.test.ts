@@ -25,7 +25,7 @@ function refusal(fn: () => unknown): { name: string; code: unknown; message: str
     fn();
   } catch (err) {
     const e = err as Error & { code?: unknown };
-    return { name: e.constructor.name, code: e.code, message: e.message };
+    return { name: e.name, code: e.code, message: e.message };
   }
   return undefined;
 }

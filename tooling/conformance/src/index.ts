@@ -228,6 +228,34 @@ export function defineConformance(options: ConformanceOptions): void {
       });
     }
 
+    it('an aborted read or flush rejects with an AbortError; the queue goes on in order (10 rounds); an aborted open rejects', async () => {
+      const b = await getBackend();
+      const [d, q] = await withQueue();
+      const n = 1 << 16;
+      const buf = q.alloc(n * 4);
+      const fill = d.kernel('fill_u32');
+      for (let round = 1; round <= 10; round++) {
+        for (let i = 0; i < 4; i++) q.launch(fill, n, [buf, { u32: round * 10 + i }, { u32: n }]);
+        const ac = new AbortController();
+        const read = q.read(buf, 0, 4, { signal: ac.signal });
+        const flush = q.flush({ signal: ac.signal });
+        ac.abort();
+        expect(await failure(() => read)).toMatchObject({ name: 'AbortError', code: 'ABORT_ERR' });
+        expect(await failure(() => flush)).toMatchObject({ name: 'AbortError', code: 'ABORT_ERR' });
+        // The aborted read still ran in order: what follows sees the last fill of this round.
+        expect(u32(await q.read(buf, (n - 1) * 4, 4))[0]).toBe(round * 10 + 3);
+      }
+      expect(await failure(() => q.read(buf, 0, 4, { signal: AbortSignal.abort() }))).toMatchObject({
+        name: 'AbortError',
+      });
+      expect(await failure(() => b.open(0, { signal: AbortSignal.abort() }))).toMatchObject({
+        name: 'AbortError',
+      });
+      expectTypeError(await failure(() => q.flush({ signal: 'now' as never })), 'signal');
+      q.free(buf);
+      await q.flush();
+    });
+
     it('commands run in enqueue order across kinds', async () => {
       const [d, q] = await withQueue();
       const n = 4096;
