@@ -55,8 +55,9 @@ export {
 import { isExiting as isExitingImpl } from './registry.js';
 
 /**
- * True once the process began closing services for exit. A data property, not a re-export
- * getter: it is called on hot paths (every enqueue), and a getter costs more than the read.
+ * True once the process began closing services for exit, or shutdown() began. A data property,
+ * not a re-export getter: it is called on hot paths (every enqueue), and a getter costs more than
+ * the read.
  */
 export const isExiting: () => boolean = isExitingImpl;
 export { type CloseReportEntry, formatReportLine, parseReportLines } from './report.js';

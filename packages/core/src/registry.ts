@@ -72,8 +72,8 @@ export function forgetClose(device: DeviceId, serviceType: string): boolean {
 }
 
 /**
- * True once the process began closing services for exit (or after closeServices()). Reads the
- * native flag through a typed-array view: no call into native code.
+ * True once the process began closing services for exit (or after closeServices(), or once
+ * shutdown() began). Reads the native flag through a typed-array view: no call into native code.
  */
 export function isExiting(): boolean {
   const state = coreState();
