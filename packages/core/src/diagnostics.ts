@@ -23,30 +23,41 @@ export const CHANNELS = Object.freeze({
 } as const);
 
 type ChannelName = keyof typeof CHANNELS;
-interface Channel {
-  readonly hasSubscribers: boolean;
-  publish(message: unknown): void;
-}
+type DiagnosticsChannel = typeof import('node:diagnostics_channel');
 type Debug = ((format: string, ...args: unknown[]) => void) & { enabled?: boolean };
 
-let channels: Record<ChannelName, Channel> | null | undefined;
+let dc: DiagnosticsChannel | null | undefined;
 let debugFn: Debug | null | undefined;
+let modulesSeen = -1;
 
-function channel(name: ChannelName): Channel | undefined {
-  if (channels === undefined) {
+/**
+ * node:diagnostics_channel, once someone loaded it: nobody can have subscribed before, and
+ * loading it costs about 0.1 ms, at exit too. The list of loaded modules only grows: it is
+ * searched again only when it did.
+ */
+function diagnostics(): DiagnosticsChannel | undefined {
+  if (dc === undefined) {
+    const loaded = (process as { moduleLoadList?: string[] }).moduleLoadList;
+    if (Array.isArray(loaded)) {
+      if (loaded.length === modulesSeen) return undefined;
+      modulesSeen = loaded.length;
+      if (!loaded.includes('NativeModule diagnostics_channel')) return undefined;
+    }
     try {
-      const dc = require('node:diagnostics_channel') as typeof import('node:diagnostics_channel');
-      channels = {
-        register: dc.channel(CHANNELS.register),
-        close: dc.channel(CHANNELS.close),
-        exitStart: dc.channel(CHANNELS.exitStart),
-        exitEnd: dc.channel(CHANNELS.exitEnd),
-      };
+      dc = require('node:diagnostics_channel') as DiagnosticsChannel;
     } catch {
-      channels = null;
+      dc = null;
     }
   }
-  return channels?.[name];
+  return dc ?? undefined;
+}
+
+function subscribed(name: ChannelName): boolean {
+  try {
+    return diagnostics()?.hasSubscribers(CHANNELS[name]) === true;
+  } catch {
+    return false;
+  }
 }
 
 /** NODE_DEBUG=devexit's logger, or undefined when that section is off. */
@@ -65,14 +76,13 @@ function debug(): Debug | undefined {
 
 /** Someone listens: a subscriber on `name`, or NODE_DEBUG=devexit. */
 export function observed(name: ChannelName): boolean {
-  return debug() !== undefined || channel(name)?.hasSubscribers === true;
+  return debug() !== undefined || subscribed(name);
 }
 
 function publish(name: ChannelName, message: () => object): void {
-  const c = channel(name);
-  if (!c?.hasSubscribers) return;
+  if (!subscribed(name)) return;
   try {
-    c.publish(message());
+    diagnostics()?.channel(CHANNELS[name]).publish(message());
   } catch {
     // A subscriber's throw is reported by Node itself (as uncaught): the close goes on.
   }
@@ -113,6 +123,7 @@ export function reportRegistered(device: DeviceId, service: string, registry: 'j
 /** A close ran: devexit:service:close and a NODE_DEBUG line. */
 export function reportClosed(entry: CloseReportEntry): void {
   publish('close', () => ({ ...entry, device: { ...entry.device } }));
+  if (!debug()) return;
   let text = `close ${serviceName(entry.device, entry.service)} ${entry.outcome} in ${entry.ms.toFixed(2)} ms (${entry.layer})`;
   if (entry.drained !== undefined)
     text += entry.drained ? ', drained' : `, not drained${entry.dropped ? `: ${entry.dropped} dropped` : ''}`;
@@ -131,15 +142,17 @@ export interface ExitEvent {
 
 export function reportExitStart(event: ExitEvent): void {
   publish('exitStart', () => ({ ...event }));
-  log(`${event.layer} begins${describeExit(event)}`);
+  if (debug()) log(`${event.layer} begins${describeExit(event)}`);
 }
 
 export function reportExitEnd(event: ExitEvent, ms: number, entries: readonly CloseReportEntry[]): void {
+  if (!observed('exitEnd')) return;
   const failures = entries.filter((e) => e.outcome !== 'ok').length;
   publish('exitEnd', () => ({ ...event, ms, closes: entries.length, failures }));
-  log(
-    `${event.layer} ends in ${ms.toFixed(2)} ms: ${entries.length} close(s), ${failures} not ok${describeExit(event)}`,
-  );
+  if (debug())
+    log(
+      `${event.layer} ends in ${ms.toFixed(2)} ms: ${entries.length} close(s), ${failures} not ok${describeExit(event)}`,
+    );
 }
 
 function describeExit(event: ExitEvent): string {
