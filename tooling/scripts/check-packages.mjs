@@ -1,12 +1,17 @@
 // `pnpm check:packages`: packs every publishable workspace package as pnpm publishes it (workspace:
 // ranges replaced) and checks the tarball: publint --strict and arethetypeswrong report nothing,
-// LICENSE (the root one) and README.md are in it, no source map, no workspace: range left.
-// Run after a build. Exit 1 on any finding.
+// LICENSE (the root one) and README.md are in it, no source map, no workspace: range left, nothing
+// that makes npm or pnpm run or build anything at install (no preinstall/install/postinstall
+// script, no binding.gyp at the root, gypfile not true). The platform packages of the prebuilt
+// addons (tooling/scripts/addons.mjs) are packed too: their .node is in them and fits the
+// platform, and the main package lists each at its own version. Run after a build. Exit 1 on any
+// finding.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { addons, checkBinary, platformDir, platformName } from './addons.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const bin = (name) => join(root, 'node_modules', '.bin', name);
@@ -41,10 +46,20 @@ function publishable() {
       if (!pkg.private) dirs.push({ dir, pkg });
     }
   }
+  for (const a of addons()) {
+    for (const tag of a.platforms) {
+      const dir = platformDir(a, tag);
+      dirs.push({
+        dir,
+        pkg: JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')),
+        platform: { addon: a, tag },
+      });
+    }
+  }
   return dirs;
 }
 
-function checkTarball(tgz, dir, pkg) {
+function checkTarball(tgz, dir, pkg, platform) {
   const problems = [];
   const listing = run(['tar', '-tzf', tgz]);
   if (listing.code !== 0) return [`cannot list ${tgz}: ${listing.out}`];
@@ -72,10 +87,44 @@ function checkTarball(tgz, dir, pkg) {
     if (!packed[field]) problems.push(`no "${field}" field`);
   }
 
+  for (const s of ['preinstall', 'install', 'postinstall']) {
+    if (packed.scripts?.[s]) problems.push(`a ${s} script (pnpm refuses it without approval)`);
+  }
+  if (files.includes('binding.gyp'))
+    problems.push('binding.gyp at the root (npm and pnpm run node-gyp at install)');
+  if (packed.gypfile === true) problems.push('"gypfile": true');
+  for (const a of addons()) {
+    if (a.pkg.name !== packed.name) continue;
+    for (const tag of a.platforms) {
+      const want = platformName(a, tag);
+      if (packed.optionalDependencies?.[want] !== packed.version) {
+        problems.push(
+          `optionalDependencies.${want} is ${packed.optionalDependencies?.[want]}, not ${packed.version}`,
+        );
+      }
+    }
+  }
+  if (platform) {
+    const file = `${platform.addon.addon}.node`;
+    if (!files.includes(file)) problems.push(`${file} is not in the tarball`);
+    else {
+      const extracted = join(dirname(tgz), `${packed.name.replace('/', '+')}-${file}`);
+      writeFileSync(extracted, spawnSync('tar', ['-xzOf', tgz, `package/${file}`]).stdout);
+      const problem = checkBinary(extracted, platform.tag);
+      rmSync(extracted);
+      if (problem) problems.push(problem);
+    }
+    if (packed.version !== platform.addon.pkg.version) {
+      problems.push(`version ${packed.version}, ${platform.addon.pkg.name} is ${platform.addon.pkg.version}`);
+    }
+  }
+
   const publint = run([bin('publint'), 'run', tgz, '--strict']);
   if (publint.code !== 0 || !publint.out.includes('All good!'))
     problems.push(`publint --strict:\n${publint.out}`);
 
+  // A platform package holds one .node and no JS or types: nothing for arethetypeswrong.
+  if (platform) return problems;
   // Every resolution mode (node10, node16 from CJS and from ESM, bundler), except for ESM-only
   // packages, which are not meant for require().
   const profile = pkg.type === 'module' ? 'esm-only' : 'strict';
@@ -89,8 +138,15 @@ function checkTarball(tgz, dir, pkg) {
 
 const out = mkdtempSync(join(tmpdir(), 'devexit-packs-'));
 let failed = 0;
+// The platform packages, the main packages' optionalDependencies and the changesets groups are
+// generated from tooling/scripts/addons.mjs: out of date is a finding.
+const sync = run([process.execPath, join(root, 'tooling', 'scripts', 'prebuild.mjs'), '--check']);
+if (sync.code !== 0) {
+  failed++;
+  console.log(`FAIL ${sync.out}`);
+}
 try {
-  for (const { dir, pkg } of publishable()) {
+  for (const { dir, pkg, platform } of publishable()) {
     const packed = run([...pnpm, 'pack', '--pack-destination', out], dir);
     const tgz = readdirSync(out).find((f) => f.startsWith(`${pkg.name.replace('@', '').replace('/', '-')}-`));
     if (packed.code !== 0 || !tgz) {
@@ -98,15 +154,18 @@ try {
       console.log(`FAIL ${pkg.name}: pack failed\n${packed.out}`);
       continue;
     }
-    const problems = checkTarball(join(out, tgz), dir, pkg);
+    const problems = checkTarball(join(out, tgz), dir, pkg, platform);
     rmSync(join(out, tgz));
     if (problems.length) {
       failed++;
       console.log(`FAIL ${pkg.name}@${pkg.version}\n  ${problems.join('\n  ')}`);
     } else {
       const profile = pkg.type === 'module' ? 'esm-only' : 'strict';
+      const what = platform
+        ? `${platform.addon.addon}.node for ${platform.tag}`
+        : `attw --profile ${profile}`;
       console.log(
-        `ok   ${pkg.name}@${pkg.version}: publint --strict, attw --profile ${profile}, LICENSE, README, no maps`,
+        `ok   ${pkg.name}@${pkg.version}: publint --strict, ${what}, LICENSE, README, no maps, no install scripts`,
       );
     }
   }

@@ -7,7 +7,17 @@ export {
   Status,
   statusError,
 } from './completions.js';
-export { type AddonSpec, addonCandidates, loadAddon, platformTag } from './loader.js';
+export {
+  type AddonAttempt,
+  type AddonSpec,
+  addonCandidates,
+  detectLibc,
+  type Libc,
+  loadAddon,
+  loadedAddons,
+  platformPackageName,
+  platformTag,
+} from './loader.js';
 export { NativeDevice, type NativeDeviceOptions } from './nativeDevice.js';
 export {
   ARG_KIND,
@@ -38,9 +48,11 @@ export {
   checkSize,
   checkU32,
   checkWrite,
+  encodeLaunchArgs,
   foreignBufferError,
   foreignKernelError,
   freedBufferError,
+  gridCount,
   type LaunchCheck,
   type Scalar,
   setVendorErrorProperty,

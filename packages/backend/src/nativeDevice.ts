@@ -47,6 +47,8 @@ export class NativeDevice<H> implements Device, QueueOwner<H> {
   readonly pending = new Set<number>();
   readonly #options: NativeDeviceOptions<H>;
   #handle: H | undefined;
+  /** The service's closed word, where the runtime gives a view of it (else a call per check). */
+  #closedView: Uint32Array | undefined;
   #queue: NativeQueue<H> | undefined;
   #closed = false;
   #closing: Promise<void> | undefined;
@@ -66,7 +68,10 @@ export class NativeDevice<H> implements Device, QueueOwner<H> {
   }
 
   get closed(): boolean {
-    return this.#closed || (this.#handle !== undefined && this.addon.closed(this.#handle));
+    if (this.#closed) return true;
+    const view = this.#closedView;
+    if (view !== undefined) return view[0] !== 0;
+    return this.#handle !== undefined && this.addon.closed(this.#handle);
   }
 
   check(what: string): void {
@@ -77,7 +82,10 @@ export class NativeDevice<H> implements Device, QueueOwner<H> {
   queue(): Queue {
     this.check('start the queue');
     if (!this.#queue) {
-      this.#handle = this.#options.open();
+      const handle = this.#options.open();
+      this.#handle = handle;
+      const flag = this.addon.closedFlag?.(handle);
+      this.#closedView = flag ? new Uint32Array(flag) : undefined;
       this.#queue = new NativeQueue(this);
       reportRegistered(this.id, 'queue', 'native');
     }

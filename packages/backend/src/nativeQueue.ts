@@ -4,6 +4,7 @@ import {
   type DeviceBuffer,
   type DeviceId,
   type Grid,
+  isExiting,
   type Kernel,
   type KernelArg,
   type KernelParam,
@@ -20,9 +21,11 @@ import {
   checkRead,
   checkSize,
   checkWrite,
+  encodeLaunchArgs,
   foreignBufferError,
   foreignKernelError,
   freedBufferError,
+  gridCount,
 } from './validate.js';
 
 /** The JS surface of devexit_queue_binding.hpp, on a handle of the backend's native device. */
@@ -36,6 +39,8 @@ export interface QueueAddon<H> extends CompletionAddon {
   drain(h: H, id: number): number;
   close(h: H): string | undefined;
   closed(h: H): boolean;
+  /** A view of the service's closed word (1 once its close began), where external buffers work. */
+  closedFlag?(h: H): ArrayBuffer | undefined;
 }
 
 /** Operation codes of the batch (devexit_queue.hpp's QueueOp). */
@@ -53,6 +58,8 @@ export interface QueueOwner<H> {
   readonly pending: Set<number>;
   /** Throws the typed error if the device is closed or the process is exiting. */
   check(what: string): void;
+  /** True once the device is closed (cheap: read on every launch). */
+  readonly closed: boolean;
   /** The native handle (the service is started by the time a queue exists). */
   readonly handle: H;
   /** The device's close (a queue's asyncDispose). */
@@ -233,11 +240,41 @@ export class NativeQueue<H> implements Queue {
     w[this.#count++] = dstOffset;
   }
 
+  /** The id of a live buffer of this device, else -1 (no throw: the launch's fast path). */
+  readonly #bufferId = (v: unknown): number => {
+    if (!(v instanceof NativeBuffer)) return -1;
+    const state = v[BUFFER];
+    return state.owner === this.#d && !state.freed ? state.id : -1;
+  };
+
   launch(kernel: Kernel, grid: Grid, args: readonly KernelArg[]): void {
-    if (!(kernel instanceof NativeKernel) || kernel.owner !== this.#d) {
-      throw foreignKernelError(`${this.#d.backend}:${this.#d.id.index}`, kernel);
+    const d = this.#d;
+    if (!(kernel instanceof NativeKernel) || kernel.owner !== d) {
+      throw foreignKernelError(`${d.backend}:${d.id.index}`, kernel);
     }
-    const [gx, gy, gz] = checkGrid(grid);
+    // The common launch (a grid count, arguments as the signature wants) is checked and encoded
+    // in one pass straight into the batch; anything else goes through the full checks.
+    let gx = gridCount(grid);
+    let gy = 1;
+    let gz = 1;
+    if (gx < 0) [gx, gy, gz] = checkGrid(grid);
+    const w = this.#reserve(6 + 2 * (Array.isArray(args) ? args.length : 0));
+    const at = this.#count;
+    let end = encodeLaunchArgs(args, kernel.signature, this.#bufferId, w, at + 6);
+    if (end < 0) end = this.#encodeChecked(kernel, args, at + 6);
+    if (isExiting() || d.closed) d.check(`launch ${kernel.name}`);
+    if (gx === 0 || gy === 0 || gz === 0) return;
+    w[at] = OP.launch;
+    w[at + 1] = kernel.id;
+    w[at + 2] = gx;
+    w[at + 3] = gy;
+    w[at + 4] = gz;
+    w[at + 5] = (end - at - 6) / 2;
+    this.#count = end;
+  }
+
+  /** checkLaunchArgs (throws the one wording for bad arguments), then encodes from `at`. */
+  #encodeChecked(kernel: NativeKernel, args: readonly KernelArg[], at: number): number {
     const checked = checkLaunchArgs(args, {
       kernelName: kernel.name,
       signature: kernel.signature,
@@ -247,21 +284,13 @@ export class NativeQueue<H> implements Queue {
         return { buffer: b[BUFFER].id, size: b.size };
       },
     });
-    this.#d.check(`launch ${kernel.name}`);
-    if (gx === 0 || gy === 0 || gz === 0) return;
-    const w = this.#reserve(6 + 2 * checked.length);
-    let i = this.#count;
-    w[i++] = OP.launch;
-    w[i++] = kernel.id;
-    w[i++] = gx;
-    w[i++] = gy;
-    w[i++] = gz;
-    w[i++] = checked.length;
+    const w = this.#words; // launch() reserved room for every argument
+    let i = at;
     for (const a of checked as CheckedArg<number>[]) {
       w[i++] = ARG_KIND[a.kind];
       w[i++] = a.kind === 'buffer' ? a.buffer : a.value;
     }
-    this.#count = i;
+    return i;
   }
 
   flush(options?: AbortOptions): Promise<void> {

@@ -152,6 +152,102 @@ export function checkLaunchArgs<B>(args: unknown, check: LaunchCheck<B>): Checke
   return out;
 }
 
+/**
+ * The common launch, checked and encoded in one pass with no allocation: a plain grid count.
+ * Returns the count, or -1 for anything else (an array grid, a bad value): then checkGrid.
+ */
+export function gridCount(grid: unknown): number {
+  return typeof grid === 'number' && Number.isSafeInteger(grid) && grid >= 0 && grid <= U32_MAX ? grid : -1;
+}
+
+/** Kind codes of a launch's words (devexit_queue.hpp's ArgKind, @devexit/backend's ARG_KIND). */
+const KIND_CODE = { buffer: 1, u32: 2, i32: 3, f32: 4 } as const;
+
+/** For each buffer parameter that names its element count: where the count comes from. */
+type ElementRule = { param: number; fixed: number; countParam: number };
+const elementRules = new WeakMap<readonly KernelParam[], ElementRule[]>();
+
+function rulesOf(sig: readonly KernelParam[]): ElementRule[] {
+  let rules = elementRules.get(sig);
+  if (!rules) {
+    rules = [];
+    sig.forEach((p, i) => {
+      if (p.kind !== 'buffer' || p.elements === undefined) return;
+      if (typeof p.elements === 'number') rules?.push({ param: i, fixed: p.elements, countParam: -1 });
+      else rules?.push({ param: i, fixed: 0, countParam: sig.findIndex((q) => q.name === p.elements) });
+    });
+    elementRules.set(sig, rules);
+  }
+  return rules;
+}
+
+/**
+ * The hot path of every native launch: checks `args` against `signature` (when known) and writes
+ * them into `words` from `at` as (kind code, value) pairs, in one pass that allocates nothing.
+ * It accepts only what checkLaunchArgs accepts, with the same result; for anything else, valid or
+ * not, it returns -1 without a throw, and the caller runs checkLaunchArgs, whose errors are the
+ * one wording. Otherwise returns the index after the last word written. `bufferId(v)` is the id of
+ * `v` when it is a live buffer of this device, else -1. Words past `at` may be written either way:
+ * the caller commits them only on success.
+ */
+export function encodeLaunchArgs(
+  args: unknown,
+  signature: readonly KernelParam[] | undefined,
+  bufferId: (value: unknown) => number,
+  words: Float64Array,
+  at: number,
+): number {
+  if (!Array.isArray(args)) return -1;
+  const n = args.length;
+  if (signature !== undefined && n !== signature.length) return -1;
+  let w = at;
+  for (let i = 0; i < n; i++) {
+    const a: unknown = args[i];
+    const want = signature === undefined ? undefined : signature[i]?.kind;
+    const id = bufferId(a);
+    if (id >= 0) {
+      if (want !== undefined && want !== 'buffer') return -1;
+      words[w++] = KIND_CODE.buffer;
+      words[w++] = id;
+      continue;
+    }
+    // A scalar: an object with exactly one key, its own.
+    if (typeof a !== 'object' || a === null || Array.isArray(a)) return -1;
+    let key = '';
+    let keys = 0;
+    for (const k in a) {
+      key = k;
+      if (++keys > 1) break;
+    }
+    if (keys !== 1 || !Object.hasOwn(a, key) || (want !== undefined && key !== want)) return -1;
+    const v: unknown = (a as Record<string, unknown>)[key];
+    if (typeof v !== 'number') return -1;
+    if (key === 'u32') {
+      if (!Number.isSafeInteger(v) || v < 0 || v > U32_MAX) return -1;
+      words[w++] = KIND_CODE.u32;
+    } else if (key === 'i32') {
+      if (!Number.isSafeInteger(v) || v < -0x80000000 || v > 0x7fffffff) return -1;
+      words[w++] = KIND_CODE.i32;
+    } else if (key === 'f32') {
+      words[w++] = KIND_CODE.f32;
+    } else {
+      return -1;
+    }
+    words[w++] = v;
+  }
+  if (signature !== undefined) {
+    for (const r of rulesOf(signature)) {
+      let count = r.fixed;
+      if (r.countParam >= 0) {
+        if (words[at + 2 * r.countParam] === KIND_CODE.buffer) return -1;
+        count = words[at + 2 * r.countParam + 1] ?? 0;
+      }
+      if (count * 4 > (args[r.param] as { size: number }).size) return -1;
+    }
+  }
+  return w;
+}
+
 // Buffers must hold the elements the kernel will touch: never a write past a buffer's end.
 function checkElements<B>(kernel: string, sig: readonly KernelParam[], args: CheckedArg<B>[]): void {
   sig.forEach((p, i) => {

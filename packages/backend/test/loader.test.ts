@@ -1,35 +1,157 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { addonCandidates, loadAddon } from '../src/loader.js';
+import { DevexitError } from '@devexit/core';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { addonCandidates, detectLibc, loadAddon, platformPackageName, platformTag } from '../src/loader.js';
 
-describe('the one addon loader', () => {
-  it('lists every attempt and the fixes when nothing is there', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'devexit-loader-'));
-    const spec = { name: 'devexit_nothing', packageDir: dir, envVar: 'DEVEXIT_TEST_NOTHING_ADDON' };
-    let message = '';
-    try {
-      loadAddon(spec);
-    } catch (err) {
-      message = (err as Error).message;
-    }
-    for (const path of addonCandidates(spec)) expect(message).toContain(path);
-    expect(message).toContain('DEVEXIT_TEST_NOTHING_ADDON');
-    expect(message).toMatch(/Fixes:/);
+const ENV = 'DEVEXIT_LOADER_TEST_ADDON';
+const tag = platformTag();
+
+/** A package named @devexit-test/thing in a node_modules tree, optionally with its platform package. */
+function layout(options: { platform?: 'bogus' | 'empty' } = {}) {
+  const root = mkdtempSync(join(tmpdir(), 'devexit-loader-'));
+  const scope = join(root, 'node_modules', '@devexit-test');
+  const packageDir = join(scope, 'thing');
+  mkdirSync(packageDir, { recursive: true });
+  writeFileSync(join(packageDir, 'package.json'), JSON.stringify({ name: '@devexit-test/thing' }));
+  if (options.platform) {
+    const dir = join(scope, `thing-${tag}`);
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: `@devexit-test/thing-${tag}` }));
+    if (options.platform === 'bogus') writeFileSync(join(dir, 'thing.node'), 'not a shared object\n');
+  }
+  return { root, packageDir, spec: { name: 'thing', packageDir, envVar: ENV } };
+}
+
+function thrown(fn: () => unknown): DevexitError {
+  try {
+    fn();
+  } catch (err) {
+    return err as DevexitError;
+  }
+  throw new Error('did not throw');
+}
+
+const roots: string[] = [];
+beforeEach(() => {
+  delete process.env[ENV];
+});
+afterEach(() => {
+  delete process.env[ENV];
+  for (const r of roots.splice(0)) rmSync(r, { recursive: true, force: true });
+});
+
+describe('platformTag', () => {
+  it('names the platform packages: <platform>-<arch>, -gnu or -musl on Linux, -msvc on Windows', () => {
+    expect(platformTag('linux', 'x64', 'glibc')).toBe('linux-x64-gnu');
+    expect(platformTag('linux', 'arm64', 'glibc')).toBe('linux-arm64-gnu');
+    expect(platformTag('linux', 'x64', 'musl')).toBe('linux-x64-musl');
+    expect(platformTag('linux', 'arm64', 'musl')).toBe('linux-arm64-musl');
+    expect(platformTag('darwin', 'x64')).toBe('darwin-x64');
+    expect(platformTag('darwin', 'arm64')).toBe('darwin-arm64');
+    expect(platformTag('win32', 'x64')).toBe('win32-x64-msvc');
   });
 
-  it('the env override comes first; a file that exists but does not load is an error, not skipped', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'devexit-loader-'));
-    const bogus = join(dir, 'bogus.node');
-    writeFileSync(bogus, 'not an addon');
-    process.env.DEVEXIT_TEST_BOGUS_ADDON = bogus;
-    try {
-      const spec = { name: 'devexit_bogus', packageDir: dir, envVar: 'DEVEXIT_TEST_BOGUS_ADDON' };
-      expect(addonCandidates(spec)[0]).toBe(bogus);
-      expect(() => loadAddon(spec)).toThrow(/exists but did not load[\s\S]*bogus\.node/);
-    } finally {
-      delete process.env.DEVEXIT_TEST_BOGUS_ADDON;
-    }
+  it("detects this machine's libc as the process report does", () => {
+    const report = process.report.getReport() as { header?: { glibcVersionRuntime?: string } };
+    expect(detectLibc()).toBe(report.header?.glibcVersionRuntime ? 'glibc' : 'musl');
+    expect(tag).toBe(`${process.platform}-${process.arch}-${detectLibc() === 'glibc' ? 'gnu' : 'musl'}`);
+  });
+});
+
+describe('loadAddon', () => {
+  it('nothing anywhere: one DevexitError listing every attempt and every fix', () => {
+    const { root, packageDir, spec } = layout();
+    roots.push(root);
+    const err = thrown(() => loadAddon(spec));
+    expect(err).toBeInstanceOf(DevexitError);
+    expect(err.code).toBe('ERR_DEVEXIT_UNAVAILABLE');
+    expect(err.message.split('\n')).toEqual([
+      'devexit: cannot load thing.node: not found.',
+      `  tried local build ${join(packageDir, 'build', 'Release', 'thing.node')}: not found`,
+      `  tried local build ${join(packageDir, 'build', 'Debug', 'thing.node')}: not found`,
+      `  tried prebuild @devexit-test/thing-${tag}: not installed (MODULE_NOT_FOUND)`,
+      'Fixes:',
+      expect.stringMatching(
+        new RegExp(
+          `^ {2}- install the prebuild for this platform \\(${tag}\\): @devexit-test/thing-${tag}, an optional dependency of @devexit-test/thing;`,
+        ),
+      ),
+      expect.stringMatching(/^ {2}- or build from source: npx devexit-build @devexit-test\/thing \(/),
+      `  - or point ${ENV} at a built thing.node`,
+    ]);
+  });
+
+  it('the platform package is resolved from the package directory, and a broken prebuild is an error, not skipped', () => {
+    const { root, spec } = layout({ platform: 'bogus' });
+    roots.push(root);
+    const prebuilt = join(root, 'node_modules', '@devexit-test', `thing-${tag}`, 'thing.node');
+    expect(addonCandidates(spec).map((a) => a.kind)).toEqual(['build', 'build', 'prebuild']);
+    expect(addonCandidates(spec)[2]?.where).toBe(prebuilt);
+    const err = thrown(() => loadAddon(spec));
+    expect(err.code).toBe('ERR_DEVEXIT_UNAVAILABLE');
+    expect(err.message.split('\n')[0]).toMatch(
+      new RegExp(
+        `^devexit: cannot load thing\\.node: ${prebuilt} exists but did not load: .*(invalid ELF header|file too short)`,
+      ),
+    );
+    expect(err.message).toContain(`tried prebuild ${prebuilt}: exists but did not load`);
+    expect(err.cause).toBeInstanceOf(Error);
+  });
+
+  it('a platform package without its file: "not found", the fixes still listed', () => {
+    const { root, spec } = layout({ platform: 'empty' });
+    roots.push(root);
+    const err = thrown(() => loadAddon(spec));
+    expect(err.message).toContain(
+      `tried prebuild ${join(root, 'node_modules', '@devexit-test', `thing-${tag}`, 'thing.node')}: not found`,
+    );
+  });
+
+  it('a local build that exists but does not load is rethrown: the prebuild is not tried', () => {
+    const { root, packageDir, spec } = layout({ platform: 'bogus' });
+    roots.push(root);
+    const local = join(packageDir, 'build', 'Release', 'thing.node');
+    mkdirSync(join(packageDir, 'build', 'Release'), { recursive: true });
+    writeFileSync(local, 'not a shared object either\n');
+    const err = thrown(() => loadAddon(spec));
+    expect(err.message.split('\n')[0]).toContain(`${local} exists but did not load`);
+    expect(err.message).not.toContain('tried prebuild');
+  });
+
+  it('the env override is the only candidate: a wrong path is an error, the local build is not used', () => {
+    const { root, packageDir, spec } = layout();
+    roots.push(root);
+    mkdirSync(join(packageDir, 'build', 'Release'), { recursive: true });
+    writeFileSync(join(packageDir, 'build', 'Release', 'thing.node'), 'would fail to load\n');
+    process.env[ENV] = join(root, 'nowhere.node');
+    expect(addonCandidates(spec)).toEqual([{ kind: 'env', where: join(root, 'nowhere.node') }]);
+    const err = thrown(() => loadAddon(spec));
+    expect(err.message.split('\n').slice(0, 3)).toEqual([
+      `devexit: cannot load thing.node: ${ENV} names a file that does not exist.`,
+      `  tried env override ${ENV}=${join(root, 'nowhere.node')}: not found`,
+      'Fixes:',
+    ]);
+    expect(err.message).toContain(`  - point ${ENV} at a built thing.node, or unset it`);
+  });
+
+  it('platformPackages: false (a test double): no prebuild is looked for or offered', () => {
+    const { root, spec } = layout({ platform: 'bogus' });
+    roots.push(root);
+    const sourceOnly = { ...spec, platformPackages: false as const };
+    expect(platformPackageName(sourceOnly)).toBeUndefined();
+    const err = thrown(() => loadAddon(sourceOnly));
+    expect(err.message).not.toMatch(/prebuild/);
+    expect(err.message).toContain('npx devexit-build @devexit-test/thing');
+  });
+
+  it('platformPackages names the base package explicitly', () => {
+    const { root, spec } = layout();
+    roots.push(root);
+    expect(platformPackageName(spec, 'linux-arm64-musl')).toBe('@devexit-test/thing-linux-arm64-musl');
+    expect(platformPackageName({ ...spec, platformPackages: '@other/pkg' }, 'darwin-arm64')).toBe(
+      '@other/pkg-darwin-arm64',
+    );
   });
 });

@@ -76,11 +76,12 @@ describe('what installing @devexit/cli pulls', () => {
     const peers = cliPackage.peerDependencies ?? {};
     expect(Object.keys(peers).sort()).toEqual([
       '@devexit/cpu',
+      '@devexit/cuda',
       '@devexit/hip',
       '@devexit/native',
       '@devexit/wgpu',
     ]);
-    for (const b of ['@devexit/cpu', '@devexit/hip', '@devexit/wgpu']) {
+    for (const b of ['@devexit/cpu', '@devexit/cuda', '@devexit/hip', '@devexit/wgpu']) {
       expect(cliPackage.peerDependenciesMeta?.[b]?.optional, b).toBe(true);
     }
     expect(cliPackage.peerDependenciesMeta?.['@devexit/native']).toBeUndefined();

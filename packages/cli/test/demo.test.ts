@@ -41,11 +41,13 @@ describe('devexit demo on the real cpu backend', () => {
     expect(r.stderr).toContain('run(s) with devexit');
   });
 
-  it('a backend asked for that is not installed: exit 1, says why', () => {
-    const r = run(['demo', '--backend', 'cuda', '--runs', '1']);
+  it('a backend asked for that cannot run here: exit 1, says why', () => {
+    const r = run(['demo', '--backend', 'cuda', '--runs', '1'], {
+      DEVEXIT_CUDA_LIBRARY: '/nonexistent/libcuda.so.1',
+    });
     expect(r.status, show(r)).toBe(1);
     expect(r.stdout).toContain('No backend ran.');
-    expect(r.stdout).toContain('cuda: skipped: not installed (npm install @devexit/cuda)');
+    expect(r.stdout).toContain('cuda: skipped: unavailable: library missing: /nonexistent/libcuda.so.1');
     expect(r.stderr).toContain('devexit demo: no backend could run');
   });
 });

@@ -27,13 +27,8 @@ describe('devexit doctor (workspace install)', () => {
       available: true,
       required: false,
     });
-    expect(report.backends[1]).toEqual({
-      name: 'cuda',
-      installed: false,
-      available: false,
-      required: false,
-      reason: 'not installed (npm install @devexit/cuda)',
-    });
+    // Installed in the workspace; this machine has no NVIDIA GPU (and maybe no libcuda at all).
+    expect(report.backends[1]).toMatchObject({ name: 'cuda', installed: true, required: false });
     for (const b of report.backends) {
       if (!b.available) expect(typeof b.reason === 'string' && b.reason.length > 0, b.name).toBe(true);
     }
@@ -45,7 +40,7 @@ describe('devexit doctor (workspace install)', () => {
     expect(r.status, show(r)).toBe(0);
     expect(r.stdout).toContain('exit layers  js OFF, main-thread guard OFF, atexit OFF');
     expect(r.stdout).toMatch(/cpu {3}available: \d+ devices?/);
-    expect(r.stdout).toContain('cuda  not installed (npm install @devexit/cuda)');
+    expect(r.stdout).toMatch(/cuda {2}(available|unavailable): /);
     expect(r.stdout).toContain('no problems found');
   });
 
@@ -56,12 +51,16 @@ describe('devexit doctor (workspace install)', () => {
   });
 
   it('DEVEXIT_REQUIRE_BACKENDS naming an unavailable backend: exit 1, the reason says why', () => {
-    const r = run(['doctor', '--json'], { DEVEXIT_REQUIRE_BACKENDS: 'cpu,wgpu,cuda', ...NO_ADAPTER });
+    const r = run(['doctor', '--json'], {
+      DEVEXIT_REQUIRE_BACKENDS: 'cpu,wgpu,cuda',
+      DEVEXIT_CUDA_LIBRARY: '/nonexistent/libcuda.so.1',
+      ...NO_ADAPTER,
+    });
     expect(r.status, show(r)).toBe(1);
     const report = JSON.parse(r.stdout);
     expect(report.problems).toHaveLength(2);
     expect(report.problems[0]).toMatch(
-      /^cuda is required \(DEVEXIT_REQUIRE_BACKENDS\) but unavailable: not installed/,
+      /^cuda is required \(DEVEXIT_REQUIRE_BACKENDS\) but unavailable: library missing: \/nonexistent\/libcuda\.so\.1/,
     );
     expect(report.problems[1]).toMatch(
       /^wgpu is required \(DEVEXIT_REQUIRE_BACKENDS\) but unavailable: no adapter: tried Vulkan/,
@@ -87,15 +86,13 @@ describe('devexit doctor (workspace install)', () => {
       /native {7}@devexit\/native FAILED to load: .*(invalid ELF header|file too short)/,
     );
     expect(r.stdout).toContain('exit layers  unknown: @devexit/native did not load');
-    // Backends that load @devexit/native lazily report its error from probe() (hip); cpu and
-    // wgpu load it with the package (so that closeServices() sees their services): they fail at
-    // import, and the doctor says why once, above.
-    expect(r.stdout).toMatch(/hip {3}unavailable: .*(invalid ELF header|file too short)/);
-    for (const name of ['cpu ', 'wgpu']) {
-      expect(r.stdout).toContain(
-        `${name}  unavailable: failed to load: needs @devexit/native, which did not load`,
-      );
-    }
+    // Backends load @devexit/native with the package: they fail at import and say why.
+    expect(r.stdout).toContain(
+      'cpu   unavailable: failed to load: needs @devexit/native, which did not load',
+    );
+    expect(r.stdout).toContain(
+      'wgpu  unavailable: failed to load: needs @devexit/native, which did not load',
+    );
     expect(r.stdout).toContain('problems');
     expect(r.stderr).toMatch(/^devexit doctor: \d+ problem\(s\): @devexit\/native failed to load/m);
     expect(r.stdout + r.stderr).not.toMatch(STACK_LINE);

@@ -63,6 +63,9 @@ export function installLayout(native: 'built' | 'no-addon' | 'absent'): { root: 
   if (native !== 'absent') {
     const nativeDir = resolveDir('@devexit/native');
     copy(nativeDir, join(modules, 'native'), ['package.json', 'dist']);
+    // @devexit/native loads its addon through @devexit/backend's loader.
+    const backendDir = dirname(require.resolve('@devexit/backend/package.json', { paths: [nativeDir] }));
+    copy(backendDir, join(modules, 'backend'), ['package.json', 'dist']);
     if (native === 'built') {
       copy(nativeDir, join(modules, 'native'), ['build/Release/devexit_native.node']);
     }

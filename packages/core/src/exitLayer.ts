@@ -8,6 +8,7 @@ import {
   warn,
   writeStderr,
 } from './diagnostics.js';
+import { markExiting as markRealmExiting } from './exiting.js';
 import { type CloseReportEntry, formatReportLine } from './report.js';
 import { realmSettings, settings, warnOnce } from './settings.js';
 import { installSignals } from './signals.js';
@@ -31,9 +32,14 @@ const PROMISE_ERROR =
   'the close returned a promise: closes run synchronously at exit, where nothing awaits it (its result is ignored)';
 
 let isMain: boolean | undefined;
-/** Loaded on first use, not at startup: most processes never get here. */
+/**
+ * Asked on the exit path. @devexit/native answers from the OS; otherwise node:worker_threads,
+ * loaded on first use, not at startup (loading it costs 1-3 ms, most processes never get here).
+ */
 export function mainThread(): boolean {
-  isMain ??= (require('node:worker_threads') as typeof import('node:worker_threads')).isMainThread;
+  isMain ??=
+    coreState().native?.isMainThread?.() ??
+    (require('node:worker_threads') as typeof import('node:worker_threads')).isMainThread;
   return isMain;
 }
 
@@ -148,20 +154,22 @@ export function runCloses(
   drained?: Map<JsEntry, boolean>,
 ): CloseReportEntry[] {
   const state = coreState();
-  if (markExiting) state.exiting = true;
+  if (markExiting) markRealmExiting();
   const queue = [...state.entries.values()];
   state.entries.clear();
   queue.sort((a, b) => a.type - b.type || a.index - b.index || b.seq - a.seq);
   const native = state.native;
-  const inForce = settings();
+  // Only JS closes use the deadline and the report mode here (native ones have their own): with
+  // none, the exit path skips reading the settings.
+  const inForce = queue.length > 0 ? settings() : undefined;
   const run: CloseRun = {
     layer,
     exitCode,
     markExiting,
     explicit: exitCode === undefined,
     watched: native !== undefined && mainThread(),
-    deadline: performance.now() + inForce.timeoutMs,
-    report: inForce.report,
+    deadline: inForce ? performance.now() + inForce.timeoutMs : 0,
+    report: inForce ? inForce.report : 'off',
     drained,
     queue,
     next: 0,
@@ -185,7 +193,7 @@ function continueRun(run: CloseRun, code: number, how: string): void {
   if (run.current) endCurrent(run, `the close exited (${how}(${code}))`);
   run.exitCode = code;
   run.markExiting = true;
-  coreState().exiting = true;
+  markRealmExiting();
   run.explicit = false; // the process is ending: nobody reads the results, print them
   drive(run);
 }

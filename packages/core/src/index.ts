@@ -52,7 +52,7 @@ export {
   installNativeBridge,
 } from './registry.js';
 
-import { isExiting as isExitingImpl } from './registry.js';
+import { isExiting as isExitingImpl } from './exiting.js';
 
 /**
  * True once the process began closing services for exit, or shutdown() began. A data property,

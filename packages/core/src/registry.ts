@@ -1,6 +1,7 @@
 import { checkDeviceId, checkName, type DeviceId, deviceTypeName } from './deviceId.js';
 import { reportRegistered, warn } from './diagnostics.js';
 import { exitingError, ServiceCloseError } from './errors.js';
+import { isExiting, syncCopies } from './exiting.js';
 import { installExitHooks, runCloses } from './exitLayer.js';
 import type { CloseReportEntry } from './report.js';
 import { realmSettings } from './settings.js';
@@ -71,19 +72,6 @@ export function forgetClose(device: DeviceId, serviceType: string): boolean {
   return dropped || nativeDropped;
 }
 
-/**
- * True once the process began closing services for exit (or after closeServices(), or once
- * shutdown() began). Reads the native flag through a typed-array view: no call into native code.
- */
-export function isExiting(): boolean {
-  const state = coreState();
-  if (state.exiting) return true;
-  const native = state.native;
-  if (native === undefined) return false;
-  const view = native.exitingView;
-  return view !== undefined ? Atomics.load(view, 0) !== 0 : native.isExiting();
-}
-
 export interface CloseServicesOptions {
   /** Also refuse later registrations (the default: this is a shutdown). */
   final?: boolean;
@@ -142,6 +130,7 @@ export function installNativeBridge(bridge: NativeBridge): void {
   });
   if (state.configured) bridge.applySettings(state.configured);
   state.native = bridge;
+  syncCopies(state);
   for (const [name, type] of state.typesByName) {
     if (type >= 16) state.typesByName.set(name, bridge.deviceType(name));
   }

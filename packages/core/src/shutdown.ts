@@ -1,6 +1,7 @@
 import { checkSignal, withAbort } from './abort.js';
 import { reportClosed, reportExitEnd, reportExitStart, warn } from './diagnostics.js';
 import { ServiceCloseError } from './errors.js';
+import { markExiting } from './exiting.js';
 import { runCloses } from './exitLayer.js';
 import type { CloseReportEntry } from './report.js';
 import { settings } from './settings.js';
@@ -82,7 +83,7 @@ async function runShutdown(run: ShutdownRun, stop: AbortSignal): Promise<CloseRe
   // Called from an 'exit' listener: the exit layer closed everything already.
   if (state.exitLayerRan) return [];
   const start = performance.now();
-  state.exiting = true;
+  markExiting();
   const native = state.native;
   native?.beginShutdown?.();
   const event = run.signal ? { layer: SHUTDOWN_LAYER, signal: run.signal } : { layer: SHUTDOWN_LAYER };

@@ -44,6 +44,8 @@ export interface NativeBridge {
   hurryShutdown?(): void;
   /** The exit layers, as @devexit/native's guardState() tells them (for tools). */
   guardState?(): unknown;
+  /** Whether this realm runs on the process's main thread (undefined: ask worker_threads). */
+  isMainThread?(): boolean | undefined;
 }
 
 export interface JsEntry {
@@ -93,7 +95,7 @@ export interface CloseRun {
 }
 
 export interface CoreState {
-  version: 2;
+  version: 3;
   entries: Map<string, JsEntry>;
   seq: number;
   exiting: boolean;
@@ -110,6 +112,8 @@ export interface CoreState {
   warned: Set<string>;
   report: CloseReportEntry[];
   hooksInstalled: boolean;
+  /** One per copy of core in this realm: refreshes that copy's isExiting() variables (exiting.ts). */
+  syncs: Array<(state: CoreState) => void>;
   // Added later: a state made by an older copy lacks them (read with ?? / optional).
   /** shutdown() of this realm, once called. */
   shutdown?: ShutdownRun | undefined;
@@ -119,8 +123,8 @@ export interface CoreState {
   signalListeners?: Map<string, (signal: NodeJS.Signals) => void>;
 }
 
-// @2: the shape changed; an older core in the same realm keeps its own state.
-const KEY = Symbol.for('@devexit/core/state@2');
+// @3: the shape changed (@2 had no syncs); an older core in the same realm keeps its own state.
+const KEY = Symbol.for('@devexit/core/state@3');
 
 let cached: CoreState | undefined;
 
@@ -131,7 +135,7 @@ export function coreState(): CoreState {
   let state = g[KEY];
   if (!state) {
     state = {
-      version: 2,
+      version: 3,
       entries: new Map(),
       seq: 0,
       exiting: false,
@@ -145,6 +149,7 @@ export function coreState(): CoreState {
       warned: new Set(),
       report: [],
       hooksInstalled: false,
+      syncs: [],
     };
     Object.defineProperty(globalThis, KEY, { value: state, enumerable: false });
   }

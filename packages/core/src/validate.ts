@@ -15,11 +15,14 @@ export class DevexitTypeError extends TypeError {
     this.code = code;
   }
 }
+// Named as Node names its own ERR_INVALID_ARG_* errors: a TypeError, told apart by `code`.
+Object.defineProperty(DevexitTypeError.prototype, 'name', { value: 'TypeError' });
 
 /** A number outside its range (or not an integer where one is needed): ERR_OUT_OF_RANGE. */
 export class DevexitRangeError extends RangeError {
   readonly code = 'ERR_OUT_OF_RANGE' as const;
 }
+Object.defineProperty(DevexitRangeError.prototype, 'name', { value: 'RangeError' });
 
 /** How much of a value a message shows. */
 export const MAX_SHOWN = 80;

@@ -48,7 +48,12 @@ bool CpuQueue::VendorCopy(void *dst, const void *src, uint64_t bytes) {
 }
 
 bool CpuQueue::VendorLaunch(int32_t kernel, const uint32_t grid[3], std::vector<devexit::ResolvedArg> &args) {
-  const KernelEntry *k = KernelById(kernel < 0 ? static_cast<uint32_t>(-1 - kernel) : static_cast<uint32_t>(kernel));
+  // The kernel table is append-only and never frees an entry: the last launch's lookup stays
+  // valid, and a loop of launches of one kernel skips the table's lock.
+  const KernelEntry *k = kernel == last_kernel_id_ && last_kernel_ ? last_kernel_
+                         : KernelById(kernel < 0 ? static_cast<uint32_t>(-1 - kernel) : static_cast<uint32_t>(kernel));
+  last_kernel_id_ = kernel;
+  last_kernel_ = k;
   if (!k || (kernel >= 0 && k->builtin) || (kernel < 0 && !k->builtin)) {
     Fail(devexit::kBadArgs, "launch: kernel " + std::to_string(kernel) + " is not loaded");
     return false;

@@ -34,6 +34,8 @@ class CpuQueue : public devexit::QueueService {
   unsigned threads_;
   std::unique_ptr<Pool> pool_;  // service thread only
   std::vector<devexit_cpu_arg_v1> args_;
+  int32_t last_kernel_id_ = 0;  // service thread only
+  const KernelEntry *last_kernel_ = nullptr;
 };
 
 // The process-wide device for `index`: a new one when there is none or the last one closed

@@ -5,6 +5,7 @@
  *                                   synchronize; prints "launches_per_s <x>" and "sync_us <y>"
  *   raw_driver <ptx> exit <us>      a kernel spinning <us> in flight, then exit(0); prints
  *                                   "busy t=<ms since the epoch>" first
+ *   raw_driver <ptx> queued <us> <n>  the same with n more spinning kernels queued behind it
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef int CUresult;
 typedef void *Ptr;
@@ -99,6 +101,11 @@ int main(int argc, char **argv) {
   unsigned us = (unsigned)atol(argv[3]);
   void *args[] = {&us};
   CHECK(cuLaunchKernel(spin, 1, 1, 1, 1, 1, 1, 0, stream, args, NULL));
+  if (strcmp(argv[2], "queued") == 0) {
+    long n = argc > 4 ? atol(argv[4]) : 1000;
+    for (long i = 0; i < n; i++) CHECK(cuLaunchKernel(spin, 1, 1, 1, 1, 1, 1, 0, stream, args, NULL));
+    usleep(20000); /* as the devexit child: exit 20 ms into the running kernel */
+  }
   struct timeval tv;
   gettimeofday(&tv, NULL);
   printf("busy t=%.0f\n", tv.tv_sec * 1e3 + tv.tv_usec / 1e3);

@@ -4,7 +4,8 @@
 //   1. the conformance suite and its exit-path matrix on device 0 (device/conformance.test.ts)
 //   2. the real-GPU exit race: a context, a stream and a kernel in flight at exit, 4 exit paths,
 //      with devexit and with DEVEXIT_GUARD=0 (device/gpuExit.test.ts)
-//   3. figures: submits and exit latency through devexit against raw driver calls (bench-device.mjs)
+//   3. figures: submits and exit latency (a kernel in flight; 1,000 launches queued behind one)
+//      through devexit against raw driver calls (bench-device.mjs)
 // Without a GPU it fails at once, saying why. --dry-run-standin runs it all on the stand-in
 // libcuda instead, to check the script; its results say nothing about a GPU.
 import { spawnSync } from 'node:child_process';

@@ -38,6 +38,9 @@ class HipQueue : public devexit::QueueService {
   bool VendorCopy(void *dst, const void *src, uint64_t bytes) override;
   bool VendorLaunch(int32_t kernel, const uint32_t grid[3], std::vector<devexit::ResolvedArg> &args) override;
   bool VendorSync() override;
+  // Launches return before the GPU ran them: at most ~2 ms of them wait on the stream, so that an
+  // exit drops the rest of a long batch instead of waiting for it (QueueService::Pace).
+  int64_t InFlightBudgetNs() override { return 2000000; }
   void VendorCustom(devexit::QueueCommand &c) override;
   void VendorRelease() override;
 

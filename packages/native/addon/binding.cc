@@ -244,6 +244,13 @@ Napi::Value BindSetExitCode(const Napi::CallbackInfo &info) {
   return info.Env().Undefined();
 }
 
+// true / false, or undefined where the platform cannot tell (JS then asks worker_threads).
+Napi::Value IsMainThread(const Napi::CallbackInfo &info) {
+  const int state = MainThreadState();
+  if (state < 0) return info.Env().Undefined();
+  return Napi::Boolean::New(info.Env(), state == 1);
+}
+
 }  // namespace
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
@@ -274,6 +281,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports["beginShutdown"] = Napi::Function::New(env, BindBeginShutdown, "beginShutdown");
   exports["closeAsync"] = Napi::Function::New(env, BindCloseAsync, "closeAsync");
   exports["hurryShutdown"] = Napi::Function::New(env, BindHurryShutdown, "hurryShutdown");
+  exports["isMainThread"] = Napi::Function::New(env, IsMainThread, "isMainThread");
   return exports;
 }
 

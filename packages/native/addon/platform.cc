@@ -7,7 +7,11 @@
 #include <windows.h>
 #else
 #include <dlfcn.h>
+#include <pthread.h>
 #include <unistd.h>
+#endif
+#if defined(__linux__)
+#include <sys/syscall.h>
 #endif
 
 namespace devexit {
@@ -43,6 +47,16 @@ void PinSelf() {
 void QuickExit(int code) {
   fflush(nullptr);
   std::_Exit(code);
+}
+
+int MainThreadState() {
+#if defined(__linux__)
+  return syscall(SYS_gettid) == getpid() ? 1 : 0;
+#elif defined(__APPLE__)
+  return pthread_main_np() ? 1 : 0;
+#else
+  return -1;
+#endif
 }
 
 const char *PlatformName() {

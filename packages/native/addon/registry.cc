@@ -3,26 +3,13 @@
 #include <atomic>
 #include <cstring>
 #include <mutex>
-#include <unordered_map>
+#include <string_view>
 
 #include "internal.h"
+#include "key_table.h"
 
 namespace devexit {
 namespace {
-
-struct Key {
-  uint16_t type;
-  uint32_t index;
-  std::string service;
-  bool operator==(const Key &o) const { return type == o.type && index == o.index && service == o.service; }
-};
-
-struct KeyHash {
-  size_t operator()(const Key &k) const {
-    size_t h = std::hash<std::string>()(k.service);
-    return h ^ ((static_cast<size_t>(k.type) << 32 | k.index) * 0x9E3779B97F4A7C15ull);
-  }
-};
 
 // The exiting word (host exiting_flag): bit 0 exiting, bit 1 shutdown() began. Any bit refuses
 // registrations; JS reads "exiting" as non-zero.
@@ -32,7 +19,7 @@ constexpr uint32_t kShutdownBit = 2;
 // Never destroyed: exit layers run after static destructors may have started.
 struct Registrations {
   std::mutex mu;
-  std::unordered_map<Key, Entry, KeyHash> entries;
+  KeyTable entries;
   uint64_t seq = 0;
   std::atomic<uint32_t> exiting{0};
 
@@ -44,23 +31,26 @@ Registrations &Reg() {
   return r;
 }
 
-bool ValidName(const char *s) {
-  if (!s) return false;
+// The name's length, or 0 when it is not a valid name.
+size_t NameLength(const char *s) {
+  if (!s) return 0;
   size_t n = 0;
   while (n <= DEVEXIT_MAX_NAME && s[n]) n++;
-  return n > 0 && n <= DEVEXIT_MAX_NAME;
+  return n <= DEVEXIT_MAX_NAME ? n : 0;
 }
+bool ValidName(const char *s) { return NameLength(s) > 0; }
 
 int AbiRegister(devexit_device_id device, const char *service, devexit_close_fn close, void *ctx) {
-  if (!close || !ValidName(service)) return DEVEXIT_ERR_INVALID;
+  const size_t len = NameLength(service);
+  if (!close || len == 0) return DEVEXIT_ERR_INVALID;
   Registrations &r = Reg();
   bool first;
   {
     std::lock_guard<std::mutex> lock(r.mu);
     if (r.exiting.load()) return DEVEXIT_ERR_EXITING;
     try {
-      auto res = r.entries.try_emplace(Key{device.type, device.index, service}, Entry{close, ctx, r.seq + 1});
-      if (!res.second) return DEVEXIT_ALREADY_REGISTERED;
+      if (!r.entries.Insert(device.type, device.index, std::string_view(service, len), Entry{close, ctx, r.seq + 1}))
+        return DEVEXIT_ALREADY_REGISTERED;
     } catch (const std::bad_alloc &) {
       return DEVEXIT_ERR_NOMEM;
     }
@@ -71,10 +61,11 @@ int AbiRegister(devexit_device_id device, const char *service, devexit_close_fn 
 }
 
 int AbiForget(devexit_device_id device, const char *service) {
-  if (!ValidName(service)) return DEVEXIT_ERR_INVALID;
+  const size_t len = NameLength(service);
+  if (len == 0) return DEVEXIT_ERR_INVALID;
   Registrations &r = Reg();
   std::lock_guard<std::mutex> lock(r.mu);
-  return r.entries.erase(Key{device.type, device.index, service}) ? DEVEXIT_OK : DEVEXIT_NOT_FOUND;
+  return r.entries.Erase(device.type, device.index, std::string_view(service, len)) ? DEVEXIT_OK : DEVEXIT_NOT_FOUND;
 }
 
 // Bit 0 only: bit 1 (shutdown() draining) refuses registrations but keeps JS reachable.
@@ -135,8 +126,8 @@ std::vector<Taken> TakeAll(bool mark_exiting) {
   std::lock_guard<std::mutex> lock(r.mu);
   if (mark_exiting) r.exiting.fetch_or(kExitingBit);
   out.reserve(r.entries.size());
-  for (auto &kv : r.entries) out.push_back(Taken{kv.first.type, kv.first.index, kv.first.service, kv.second});
-  r.entries.clear();
+  r.entries.ForEach([&](KeyTable::Record &rec) { out.push_back(Taken{rec.type, rec.index, std::move(rec.service), rec.entry}); });
+  r.entries.Clear();
   return out;
 }
 

@@ -5,9 +5,11 @@
 // copy / launch / flush / free, in order, on one service thread per device; errors of commands
 // that answer nothing are kept and reported by the next read or flush. The backend supplies only
 // its vendor calls (the Vendor* hooks below, all on the service thread); @devexit/backend's
-// NativeQueue is the JS side of this protocol.
+// NativeQueue is the JS side of this protocol, whose commands and batches are in
+// devexit_queue_command.hpp.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -16,154 +18,11 @@
 #include <utility>
 #include <vector>
 
+#include "devexit_queue_command.hpp"
 #include "devexit_service.hpp"
 #include "devexit_sink.hpp"
 
 namespace devexit {
-
-// Kernel argument kinds: the same numbers as devexit_cpu_kernel.h's, in every backend and in JS.
-enum ArgKind : uint32_t { kArgBuffer = 1, kArgU32 = 2, kArgI32 = 3, kArgF32 = 4 };
-
-// Operation codes, shared with @devexit/backend's encoder (src/protocol.ts).
-enum class QueueOp : uint8_t {
-  kAlloc = 1,   // buffer, bytes
-  kFree = 2,    // buffer
-  kWrite = 3,   // buffer, offset, data
-  kRead = 4,    // buffer, offset, bytes -> completion with the bytes
-  kFill = 5,    // buffer, value, offset, bytes (u32 pattern)
-  kCopy = 6,    // buffer (src), buffer2 (dst), bytes, offset (src), offset2 (dst)
-  kLaunch = 7,  // kernel, grid[3], args
-  kFlush = 8,   // -> completion once everything before it ran
-  kCustom = 9,  // backend-specific (loading a module...), with a completion
-};
-
-struct KernelArg {
-  uint32_t kind = kArgU32;
-  uint32_t bits = 0;    // u32 / i32 / f32 bit pattern
-  uint32_t buffer = 0;  // buffer id for kArgBuffer
-};
-
-// A kernel argument as the vendor launch sees it.
-struct ResolvedArg {
-  uint32_t kind = kArgU32;
-  uint32_t bits = 0;
-  void *ptr = nullptr;  // device (or host, for cpu) address of a buffer
-  uint64_t size = 0;    // its size in bytes
-};
-
-struct QueueCommand {
-  QueueOp op = QueueOp::kFlush;
-  uint32_t buffer = 0, buffer2 = 0;
-  uint64_t offset = 0, offset2 = 0, bytes = 0;
-  uint32_t value = 0;
-  int32_t kernel = 0;  // < 0: built-in kernel number -1 - kernel (core's BUILTIN_KERNELS order)
-  uint32_t grid[3] = {1, 1, 1};
-  std::vector<KernelArg> args;
-  std::vector<uint8_t> data;  // write payload, or the custom command's input
-  std::string text;           // the custom command's name/entry
-  double completion = 0;      // the pending id of read / flush / custom
-  std::shared_ptr<CompletionSink> sink;
-};
-
-// Decodes a batch of commands from JS (launch, fill, copy, free, alloc: the ones that carry no
-// bytes and answer nothing). Words are doubles; each command starts with its op:
-//   alloc:  1, buffer, bytes
-//   free:   2, buffer
-//   fill:   5, buffer, value, offset, bytes
-//   copy:   6, src, dst, bytes, srcOffset, dstOffset
-//   launch: 7, kernel, gx, gy, gz, nargs, then nargs x (kind, value)  (f32 values as numbers)
-// Returns false for a malformed batch (nothing is decoded then).
-inline bool DecodeBatch(const double *w, size_t n, std::vector<QueueCommand> *out) {
-  auto u32 = [](double v, uint32_t *o) {
-    if (!(v >= 0 && v <= 4294967295.0) || v != static_cast<double>(static_cast<uint64_t>(v))) return false;
-    *o = static_cast<uint32_t>(v);
-    return true;
-  };
-  auto u64 = [](double v, uint64_t *o) {
-    if (!(v >= 0 && v <= 9007199254740991.0) || v != static_cast<double>(static_cast<uint64_t>(v))) return false;
-    *o = static_cast<uint64_t>(v);
-    return true;
-  };
-  size_t first = out->size();
-  size_t i = 0;
-  auto fail = [&] {
-    out->resize(first);
-    return false;
-  };
-  while (i < n) {
-    QueueCommand c;
-    uint32_t op;
-    if (!u32(w[i++], &op)) return fail();
-    auto need = [&](size_t k) { return i + k <= n; };
-    switch (static_cast<QueueOp>(op)) {
-      case QueueOp::kAlloc:
-        if (!need(2) || !u32(w[i], &c.buffer) || !u64(w[i + 1], &c.bytes)) return fail();
-        i += 2;
-        break;
-      case QueueOp::kFree:
-        if (!need(1) || !u32(w[i], &c.buffer)) return fail();
-        i += 1;
-        break;
-      case QueueOp::kFill:
-        if (!need(4) || !u32(w[i], &c.buffer) || !u32(w[i + 1], &c.value) || !u64(w[i + 2], &c.offset) ||
-            !u64(w[i + 3], &c.bytes))
-          return fail();
-        i += 4;
-        break;
-      case QueueOp::kCopy:
-        if (!need(5) || !u32(w[i], &c.buffer) || !u32(w[i + 1], &c.buffer2) || !u64(w[i + 2], &c.bytes) ||
-            !u64(w[i + 3], &c.offset) || !u64(w[i + 4], &c.offset2))
-          return fail();
-        i += 5;
-        break;
-      case QueueOp::kLaunch: {
-        uint32_t nargs;
-        if (!need(5) || !(w[i] >= -2147483648.0 && w[i] <= 2147483647.0) ||
-            w[i] != static_cast<double>(static_cast<int64_t>(w[i])))
-          return fail();
-        c.kernel = static_cast<int32_t>(w[i]);
-        if (!u32(w[i + 1], &c.grid[0]) || !u32(w[i + 2], &c.grid[1]) || !u32(w[i + 3], &c.grid[2]) ||
-            !u32(w[i + 4], &nargs) || !need(5 + 2 * static_cast<size_t>(nargs)))
-          return fail();
-        i += 5;
-        c.args.resize(nargs);
-        for (uint32_t a = 0; a < nargs; a++, i += 2) {
-          KernelArg &arg = c.args[a];
-          if (!u32(w[i], &arg.kind)) return fail();
-          double v = w[i + 1];
-          switch (arg.kind) {
-            case kArgBuffer:
-              if (!u32(v, &arg.buffer)) return fail();
-              break;
-            case kArgU32:
-              if (!u32(v, &arg.bits)) return fail();
-              break;
-            case kArgI32: {
-              if (!(v >= -2147483648.0 && v <= 2147483647.0) || v != static_cast<double>(static_cast<int64_t>(v)))
-                return fail();
-              int32_t s = static_cast<int32_t>(v);
-              std::memcpy(&arg.bits, &s, 4);
-              break;
-            }
-            case kArgF32: {
-              float f = static_cast<float>(v);
-              std::memcpy(&arg.bits, &f, 4);
-              break;
-            }
-            default:
-              return fail();
-          }
-        }
-        break;
-      }
-      default:
-        return fail();
-    }
-    c.op = static_cast<QueueOp>(op);
-    out->push_back(std::move(c));
-  }
-  return true;
-}
 
 // A device's queue service: the standard commands over the backend's vendor calls. Heap-hold it
 // for the life of the process. Close() is the one close of both the exit layers (through the
@@ -206,6 +65,7 @@ class QueueService : public ServiceThread<QueueCommand> {
   // left for it), stop, release, join; shutdown() finishes the queue first, up to its drain
   // deadline. With JS alive, every realm hears that the device closed.
   int Close(const CloseContext &ctx, std::string *error) {
+    closed_word_.store(1, std::memory_order_release);
     return close_.Run(ctx.deadline_ns, error, [&](std::string *why) {
       size_t dropped = 0;
       bool joined = ctx.finish ? Finish(ctx, why, &dropped) : Stop(StopMode::kDrop, ctx, why);
@@ -218,6 +78,11 @@ class QueueService : public ServiceThread<QueueCommand> {
 
   bool closed() { return close_.started(); }
 
+  // A word that turns 1 when the close begins (as closed() does), for JS to read through a
+  // typed-array view instead of a call on every enqueue. The service is never freed, so neither
+  // is the word.
+  uint32_t *closed_word() { return reinterpret_cast<uint32_t *>(&closed_word_); }
+
   // A buffer id, unique on this device across realms; its memory comes when the queue reaches
   // the alloc command.
   uint32_t NewBufferId() { return next_buffer_.fetch_add(1, std::memory_order_relaxed); }
@@ -225,6 +90,18 @@ class QueueService : public ServiceThread<QueueCommand> {
   // Submits and maps a refusal to kClosed or kExiting.
   int Enqueue(QueueCommand &&c) { return Refusal(Submit(std::move(c))); }
   int EnqueueAll(std::vector<QueueCommand> &batch) { return Refusal(SubmitAll(batch)); }
+
+  // A batch from JS as one command: checked whole here (kBadArgs, nothing queued, if any of it
+  // is malformed), decoded and run command by command on the service thread. The calling thread
+  // pays a check and a copy per command, and no allocation per command anywhere.
+  int EnqueueBatch(const double *words, size_t n) {
+    if (!CheckBatch(words, n)) return kBadArgs;
+    QueueCommand c;
+    c.op = QueueOp::kBatch;
+    c.words = TakeSpareWords();
+    c.words.assign(words, words + n);
+    return Refusal(Submit(std::move(c)));
+  }
 
  protected:
   // ---- the backend's vendor calls, all on the service thread. Return true on success; on
@@ -243,6 +120,12 @@ class QueueService : public ServiceThread<QueueCommand> {
   virtual void VendorCustom(QueueCommand &c) { Answer(c, new Completion(), false); }
   // After the last command: release what remains besides buffers (modules, streams, contexts).
   virtual void VendorRelease() {}
+  // Backends whose VendorLaunch returns before the device ran the launch (a stream): about how
+  // much launched work may wait on the device, in ns. A close drops what is still queued here,
+  // but what was handed to the device runs to its end first: without a bound, a batch of 1,000
+  // long launches would all be on the stream at exit. 0 (the default): launches are done when
+  // VendorLaunch returns (cpu).
+  virtual int64_t InFlightBudgetNs() { return 0; }
 
   // Records the first failure since the last read or flush; that one rejects with it.
   void Fail(int status, const std::string &message, const std::string &name = "") {
@@ -299,6 +182,7 @@ class QueueService : public ServiceThread<QueueCommand> {
           if (c.bytes) VendorRead(out->data.data(), static_cast<char *>(p) + c.offset, c.bytes);
         }
         VendorSync();
+        Repace();
         Answer(c, out, true);
         break;
       }
@@ -337,16 +221,30 @@ class QueueService : public ServiceThread<QueueCommand> {
             }
           }
         }
-        if (ok) VendorLaunch(c.kernel, c.grid, args_);
+        if (ok && Pace()) VendorLaunch(c.kernel, c.grid, args_);
         break;
       }
       case QueueOp::kFlush:
         VendorSync();
+        Repace();
         Answer(c, new Completion(), true);
         break;
       case QueueOp::kCustom:
         VendorCustom(c);
         break;
+      case QueueOp::kBatch: {
+        // A drop stops between the batch's commands, as it does between queued commands.
+        BatchReader reader(c.words.data(), c.words.size());
+        while (!dropping() && reader.Next(&batch_command_)) {
+          try {
+            Execute(batch_command_);
+          } catch (const std::exception &e) {
+            OnExecuteFailed(batch_command_, e.what());
+          }
+        }
+        GiveBackWords(std::move(c.words));
+        break;
+      }
     }
   }
 
@@ -383,6 +281,33 @@ class QueueService : public ServiceThread<QueueCommand> {
     uint64_t size = 0;
   };
 
+  // Before a launch, with InFlightBudgetNs() > 0: when the launches since the last synchronize
+  // are expected to take longer than the budget, synchronizes first, each launch expected to take
+  // what the previous window's took on average. The window starts at one launch, and again after
+  // each read or flush (the next launches may be other kernels): long kernels then keep one
+  // launch on the device, tiny ones grow the window (up to 4096) and pay one synchronize per
+  // ~budget of device work. A window learned on tiny kernels and then filled with long ones (no
+  // read or flush between them) holds up to window x their time. False: a drop came while it
+  // waited, and the launch is dropped too.
+  void Repace() {
+    paced_ = 0;
+    pace_window_ = 1;
+  }
+
+  bool Pace() {
+    const int64_t budget = InFlightBudgetNs();
+    if (budget <= 0) return true;
+    if (paced_ >= pace_window_) {
+      VendorSync();
+      const int64_t per_launch = std::max<int64_t>(1, (MonotonicNs() - pace_start_ns_) / paced_);
+      pace_window_ = static_cast<uint32_t>(std::min<int64_t>(4096, std::max<int64_t>(1, budget / per_launch)));
+      paced_ = 0;
+      if (dropping()) return false;
+    }
+    if (paced_++ == 0) pace_start_ns_ = MonotonicNs();
+    return true;
+  }
+
   // The buffer's base address when [offset, offset + bytes) lies inside it; else a kept failure.
   void *Span(uint32_t id, uint64_t offset, uint64_t bytes) {
     auto it = buffers_.find(id);
@@ -397,6 +322,22 @@ class QueueService : public ServiceThread<QueueCommand> {
     return it->second.ptr;
   }
 
+  // Batches' word vectors, kept for the next batches: a fresh vector of a large batch is memory
+  // the kernel maps, faults in and unmaps again (with a TLB shootdown: the service thread read
+  // it) every time.
+  std::vector<double> TakeSpareWords() {
+    std::lock_guard<std::mutex> lock(spare_mu_);
+    if (spare_words_.empty()) return {};
+    std::vector<double> v = std::move(spare_words_.back());
+    spare_words_.pop_back();
+    return v;
+  }
+  void GiveBackWords(std::vector<double> &&v) {
+    v.clear();
+    std::lock_guard<std::mutex> lock(spare_mu_);
+    if (spare_words_.size() < 4) spare_words_.push_back(std::move(v));
+  }
+
   int Refusal(int status) {
     if (status == kOk) return kOk;
     return ProcessExiting() ? kExiting : kClosed;
@@ -408,9 +349,16 @@ class QueueService : public ServiceThread<QueueCommand> {
   bool opened_ = false;
   std::atomic<uint32_t> next_buffer_{1};
   CloseOnce close_;
+  std::atomic<uint32_t> closed_word_{0};
+  std::mutex spare_mu_;
+  std::vector<std::vector<double>> spare_words_;
   // Service thread only.
   std::unordered_map<uint32_t, Buffer> buffers_;
   std::vector<ResolvedArg> args_;
+  QueueCommand batch_command_;  // reused for every command of every batch
+  uint32_t paced_ = 0;          // launches since the last synchronize (see Pace)
+  uint32_t pace_window_ = 1;
+  int64_t pace_start_ns_ = 0;
   int sticky_status_ = kOk;
   std::string sticky_, sticky_name_;
 };

@@ -11,6 +11,7 @@
 //     drain(handle, id)                               stop accepting, id settles when empty
 //     close(handle)                                   -> undefined | error message
 //     closed(handle)                                  -> boolean
+//     closedFlag(handle)                              -> ArrayBuffer (4 bytes, 1 once closed) | undefined
 //   A handle is Handle(env, service): an External of the process-wide service.
 #pragma once
 
@@ -100,10 +101,7 @@ inline Napi::Value Submit(const Napi::CallbackInfo &info) {
   auto words = info[1].As<Napi::Float64Array>();
   uint64_t count = Index(info, 2);
   if (count > words.ElementLength()) throw Napi::RangeError::New(info.Env(), "devexit: submit count past the array");
-  thread_local std::vector<QueueCommand> batch;  // reused: a batch per call, no allocation per call
-  batch.clear();
-  if (!DecodeBatch(words.Data(), static_cast<size_t>(count), &batch)) return Status(info.Env(), kBadArgs);
-  return Status(info.Env(), q->EnqueueAll(batch));
+  return Status(info.Env(), q->EnqueueBatch(words.Data(), static_cast<size_t>(count)));
 }
 
 inline Napi::Value Alloc(const Napi::CallbackInfo &info) {
@@ -172,6 +170,22 @@ inline Napi::Value Closed(const Napi::CallbackInfo &info) {
   return Napi::Boolean::New(info.Env(), Service(info[0])->closed());
 }
 
+// A view of the service's closed word (see QueueService::closed_word), or undefined where the
+// runtime refuses external buffers (JS then calls closed()).
+inline Napi::Value ClosedFlag(const Napi::CallbackInfo &info) {
+  static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t), "the closed word is read as a plain u32");
+  napi_value ab;
+  if (napi_create_external_arraybuffer(info.Env(), Service(info[0])->closed_word(), sizeof(uint32_t), nullptr, nullptr,
+                                       &ab) != napi_ok) {
+    napi_value ignored;
+    bool pending = false;
+    napi_is_exception_pending(info.Env(), &pending);
+    if (pending) napi_get_and_clear_last_exception(info.Env(), &ignored);
+    return info.Env().Undefined();
+  }
+  return Napi::Value(info.Env(), ab);
+}
+
 inline void Export(Napi::Env env, Napi::Object exports) {
   exports["setDispatcher"] = Napi::Function::New(env, SetDispatcher, "setDispatcher");
   exports["setRef"] = Napi::Function::New(env, SetRef, "setRef");
@@ -183,6 +197,7 @@ inline void Export(Napi::Env env, Napi::Object exports) {
   exports["drain"] = Napi::Function::New(env, Drain, "drain");
   exports["close"] = Napi::Function::New(env, Close, "close");
   exports["closed"] = Napi::Function::New(env, Closed, "closed");
+  exports["closedFlag"] = Napi::Function::New(env, ClosedFlag, "closedFlag");
 }
 
 }  // namespace queue_binding

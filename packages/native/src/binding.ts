@@ -48,4 +48,6 @@ export interface BindingModule {
   closeAsync(layer: string, drainMs: number, done: (failures: number, report: string) => void): boolean;
   /** Cuts the drains in progress short. */
   hurryShutdown(): void;
+  /** Whether the calling thread is the process's main thread; undefined where the OS cannot tell. */
+  isMainThread(): boolean | undefined;
 }

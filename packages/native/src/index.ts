@@ -116,6 +116,7 @@ const bridge: NativeBridge = {
   },
   hurryShutdown: () => binding.hurryShutdown(),
   guardState: () => guardState(),
+  isMainThread: () => binding.isMainThread(),
 };
 installNativeBridge(bridge);
 

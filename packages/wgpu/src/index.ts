@@ -12,6 +12,7 @@ import {
   forgetClose,
   isExiting,
   type ProbeResult,
+  settings,
   unavailableError,
 } from '@devexit/core';
 import { guardState } from '@devexit/native';
@@ -43,7 +44,8 @@ function guardOn(): boolean {
   try {
     return guardState().layers.js;
   } catch {
-    return !/^(0|off|false)$/.test(process.env.DEVEXIT_GUARD ?? '');
+    // No native registry: core's settings (DEVEXIT_GUARD / DEVEXIT_LAYERS, parsed there only).
+    return settings().layers.js;
   }
 }
 

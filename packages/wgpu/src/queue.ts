@@ -21,12 +21,14 @@ import {
   type DeviceBuffer,
   type DeviceId,
   type Grid,
+  isExiting,
   type Kernel,
   type KernelArg,
   outOfRangeError,
   type Queue,
 } from '@devexit/core';
 import { BYTE_COPY, type KernelSource, workgroups } from './kernels.js';
+import { exitState } from './state.js';
 
 const UNIFORM_SLOT = 256;
 const ceil4 = (n: number) => Math.ceil(n / 4) * 4;
@@ -88,6 +90,14 @@ export class WgpuKernel implements Kernel {
 
 type Live = WgpuBuffer & { gpu: GPUBuffer };
 type BoundArg = { gpu: GPUBuffer; snapshot?: boolean } | Scalar;
+/** A kernel's last bind group; with the grid count that last launched it and its workgroups. */
+type LastBound = {
+  args: BoundArg[];
+  group: GPUBindGroup;
+  uniforms?: GPUBuffer | undefined;
+  grid?: number;
+  groups?: [number, number, number];
+};
 
 /**
  * The queue of a WgpuDevice: launches and copies are recorded into one command encoder and
@@ -100,6 +110,12 @@ export class WgpuQueue implements Queue {
   readonly #gpu: GPUDevice;
   readonly #name: string;
   #encoder: GPUCommandEncoder | undefined;
+  /** The compute pass consecutive launches record into, and what it has bound. */
+  #pass: GPUComputePassEncoder | undefined;
+  #passPipeline: GPUComputePipeline | undefined;
+  #passGroup: GPUBindGroup | undefined;
+  /** Per kernel, the last launch's bindings: the same arguments again reuse its bind group. */
+  readonly #lastBound = new Map<WgpuKernel, LastBound>();
   #scheduled = false;
   readonly #garbage: GPUBuffer[] = [];
 
@@ -115,7 +131,28 @@ export class WgpuQueue implements Queue {
     return v as Live;
   }
 
+  /** The encoder, for a command outside a compute pass: the open pass (if any) ends first. */
   #enc(): GPUCommandEncoder {
+    this.#endPass();
+    return this.#encoderOrNew();
+  }
+
+  #endPass(): void {
+    if (!this.#pass) return;
+    this.#pass.end();
+    this.#pass = undefined;
+    this.#passPipeline = undefined;
+    this.#passGroup = undefined;
+  }
+
+  /** The open compute pass, or a new one: consecutive dispatches share a pass (WebGPU keeps
+   * their order and their memory effects in order between dispatches of one pass). */
+  #computePass(): GPUComputePassEncoder {
+    this.#pass ??= this.#encoderOrNew().beginComputePass();
+    return this.#pass;
+  }
+
+  #encoderOrNew(): GPUCommandEncoder {
     if (!this.#encoder) {
       this.#encoder = this.#gpu.createCommandEncoder();
       if (!this.#scheduled) {
@@ -133,6 +170,7 @@ export class WgpuQueue implements Queue {
   /** Submits what was recorded, so queue-level operations (writeBuffer, waits) keep the order. */
   submit(): void {
     if (this.#encoder) {
+      this.#endPass();
       const cb = this.#encoder.finish();
       this.#encoder = undefined;
       this.#gpu.queue.submit([cb]);
@@ -144,6 +182,10 @@ export class WgpuQueue implements Queue {
   /** Drops what was recorded and not submitted (a dropping close); destroy() frees the rest. */
   discard(): void {
     this.#encoder = undefined;
+    this.#pass = undefined;
+    this.#passPipeline = undefined;
+    this.#passGroup = undefined;
+    this.#lastBound.clear();
     this.#garbage.length = 0;
   }
 
@@ -267,6 +309,14 @@ export class WgpuQueue implements Queue {
   launch(kernel: Kernel, grid: Grid, args: readonly KernelArg[]): void {
     if (!(kernel instanceof WgpuKernel) || kernel.owner !== this.#d)
       throw foreignKernelError(this.#name, kernel);
+    // The kernel's last launch again (same buffers, same scalar values, same grid): its checks
+    // passed for exactly these arguments, and its bind group and workgroups still hold.
+    const last = this.#lastBound.get(kernel);
+    if (last !== undefined && last.groups !== undefined && grid === last.grid && repeats(last.args, args)) {
+      if (this.#d.closed || isExiting() || exitState.exiting) this.#d.check(`launch ${kernel.name}`);
+      this.#record(kernel, last.group, last.groups);
+      return;
+    }
     const dims = checkGrid(grid);
     const checked = checkLaunchArgs<Live>(args, {
       kernelName: kernel.name,
@@ -277,10 +327,41 @@ export class WgpuQueue implements Queue {
     this.#d.check(`launch ${kernel.name}`);
     if (dims[0] === 0 || dims[1] === 0 || dims[2] === 0) return;
     const groups = workgroups(kernel.source, dims, this.#gpu.limits.maxComputeWorkgroupsPerDimension);
-    this.#dispatch(kernel, groups, bindings(kernel, checked));
+    const bound = bindings(kernel, checked);
+    this.#dispatch(kernel, groups, bound);
+    const entry = this.#lastBound.get(kernel);
+    if (entry?.args === bound && typeof grid === 'number') {
+      entry.grid = grid;
+      entry.groups = groups;
+    }
   }
 
-  #dispatch(k: WgpuKernel, [x, y, z]: [number, number, number], args: BoundArg[]): void {
+  #dispatch(k: WgpuKernel, groups: [number, number, number], args: BoundArg[]): void {
+    this.#record(k, this.#bindGroup(k, args), groups);
+  }
+
+  #record(k: WgpuKernel, group: GPUBindGroup, [x, y, z]: [number, number, number]): void {
+    const pass = this.#computePass();
+    if (this.#passPipeline !== k.pipeline) {
+      pass.setPipeline(k.pipeline);
+      this.#passPipeline = k.pipeline;
+    }
+    if (this.#passGroup !== group) {
+      pass.setBindGroup(0, group);
+      this.#passGroup = group;
+    }
+    pass.dispatchWorkgroups(x, y, z);
+  }
+
+  /**
+   * The bind group of a launch: the kernel's last one when the arguments are the same buffers
+   * and scalar values (a loop of launches), else a new one (and a uniform buffer for its scalars,
+   * immutable once made, so that a cached group stays right). Snapshots (a buffer bound writable
+   * and read-only at once) are copies made per launch: never cached.
+   */
+  #bindGroup(k: WgpuKernel, args: BoundArg[]): GPUBindGroup {
+    const last = this.#lastBound.get(k);
+    if (last && sameArgs(last.args, args)) return last.group;
     const scalars = args.filter((a): a is Scalar => !('gpu' in a));
     let uniforms: GPUBuffer | undefined;
     if (scalars.length > 0) {
@@ -300,6 +381,7 @@ export class WgpuQueue implements Queue {
       uniforms.unmap();
     }
     let slot = 0;
+    let snapshot = false;
     const entries: GPUBindGroupEntry[] = args.map((a, binding) => {
       if (!('gpu' in a)) {
         return {
@@ -308,18 +390,22 @@ export class WgpuQueue implements Queue {
         };
       }
       if (!a.snapshot) return { binding, resource: { buffer: a.gpu } };
+      snapshot = true;
       const copy = this.#temp(a.gpu.size);
       this.#enc().copyBufferToBuffer(a.gpu, 0, copy, 0, a.gpu.size);
       this.#garbage.push(copy);
       return { binding, resource: { buffer: copy } };
     });
-    const bindGroup = this.#gpu.createBindGroup({ layout: k.layout, entries });
-    const pass = this.#enc().beginComputePass();
-    pass.setPipeline(k.pipeline);
-    pass.setBindGroup(0, bindGroup);
-    pass.dispatchWorkgroups(x, y, z);
-    pass.end();
-    if (uniforms) this.#garbage.push(uniforms);
+    const group = this.#gpu.createBindGroup({ layout: k.layout, entries });
+    // The group it replaces may still be used by recorded commands: its uniforms go when submitted.
+    if (last?.uniforms) this.#garbage.push(last.uniforms);
+    if (snapshot) {
+      this.#lastBound.delete(k);
+      if (uniforms) this.#garbage.push(uniforms);
+    } else {
+      this.#lastBound.set(k, { args, group, uniforms });
+    }
+    return group;
   }
 
   flush(options?: AbortOptions): Promise<void> {
@@ -338,6 +424,49 @@ export class WgpuQueue implements Queue {
   [Symbol.asyncDispose](): Promise<void> {
     return this.#d.close();
   }
+}
+
+/**
+ * A launch's arguments are exactly those that were bound last (and checked then): the same live
+ * buffers of this device, and scalars with one own key, of the same kind, with the same value.
+ */
+function repeats(bound: BoundArg[], args: readonly KernelArg[]): boolean {
+  if (!Array.isArray(args) || args.length !== bound.length) return false;
+  for (let i = 0; i < bound.length; i++) {
+    const b = bound[i] as BoundArg;
+    const a: unknown = args[i];
+    if ('gpu' in b) {
+      if (b.snapshot || !(a instanceof WgpuBuffer) || a.gpu !== b.gpu) return false;
+      continue;
+    }
+    if (typeof a !== 'object' || a === null || Array.isArray(a) || a instanceof WgpuBuffer) return false;
+    let keys = 0;
+    for (const k in a) {
+      if (k !== b.kind || ++keys > 1) return false;
+    }
+    if (
+      keys !== 1 ||
+      !Object.hasOwn(a, b.kind) ||
+      !Object.is((a as Record<string, unknown>)[b.kind], b.value)
+    )
+      return false;
+  }
+  return true;
+}
+
+/** The same buffers and the same scalar values, in the same order. */
+function sameArgs(a: BoundArg[], b: BoundArg[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i] as BoundArg;
+    const y = b[i] as BoundArg;
+    if ('gpu' in x) {
+      if (!('gpu' in y) || x.gpu !== y.gpu || x.snapshot || y.snapshot) return false;
+    } else if ('gpu' in y || x.kind !== y.kind || !Object.is(x.value, y.value)) {
+      return false;
+    }
+  }
+  return true;
 }
 
 /**

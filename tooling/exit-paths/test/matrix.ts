@@ -366,38 +366,39 @@ function check(res: ChildResult, e: Expectation): void {
 
 /** The matrix against one build; `controlRuns`: runs of each guard-off control. */
 export function matrix(build: Build, controlRuns: number): void {
-  describe.skipIf(!existsSync(addons[build]))(
-    `exit-path matrix, ${build} build (crash-reproducing stand-in runtime)`,
-    () => {
-      for (const r of rows) {
-        const e = build === 'portable' ? { ...r.expect, ...r.portable } : r.expect;
-        const name = r.name ?? r.row;
-        it(
-          r.reachesTeardown
-            ? `${name}: ${RUNS} runs exit as asked, each close exactly once`
-            : `${name}: ${RUNS} runs end by the signal, no close runs, no crash`,
-          async () => {
-            const results = await runMany(RUNS, options(build, r));
-            for (const res of results) check(res, e);
-          },
-        );
-        if (r.reachesTeardown) {
-          it(`${name}: the same fixture with the guard disabled crashes (control, ${controlRuns} runs)`, async () => {
-            const results = await runMany(controlRuns, options(build, r, { DEVEXIT_GUARD: '0' }));
-            // Without devexit the stand-in's teardown kills it: the row above can fail.
-            expect(
-              results.filter((res) => crashed(res)).length,
-              JSON.stringify(outcomes(results)),
-            ).toBeGreaterThan(0);
-            for (const res of results) expect(res.timedOut).toBe(false);
-          });
-        } else {
-          it(`${name}: nothing runs and nothing crashes with the guard off`, async () => {
-            const off = await runMany(Math.min(RUNS, 5), options(build, r, { DEVEXIT_GUARD: '0' }));
-            for (const res of off) expect(summary(res, e.signal ?? undefined).crashed).toBe(false);
-          });
-        }
+  describe(`exit-path matrix, ${build} build (crash-reproducing stand-in runtime)`, () => {
+    // A build that is missing fails here, never skips: CI builds both (tooling/exit-paths build:native).
+    it(`the ${build} build of @devexit/native exists`, () => {
+      expect(existsSync(addons[build]), addons[build]).toBe(true);
+    });
+    for (const r of rows) {
+      const e = build === 'portable' ? { ...r.expect, ...r.portable } : r.expect;
+      const name = r.name ?? r.row;
+      it(
+        r.reachesTeardown
+          ? `${name}: ${RUNS} runs exit as asked, each close exactly once`
+          : `${name}: ${RUNS} runs end by the signal, no close runs, no crash`,
+        async () => {
+          const results = await runMany(RUNS, options(build, r));
+          for (const res of results) check(res, e);
+        },
+      );
+      if (r.reachesTeardown) {
+        it(`${name}: the same fixture with the guard disabled crashes (control, ${controlRuns} runs)`, async () => {
+          const results = await runMany(controlRuns, options(build, r, { DEVEXIT_GUARD: '0' }));
+          // Without devexit the stand-in's teardown kills it: the row above can fail.
+          expect(
+            results.filter((res) => crashed(res)).length,
+            JSON.stringify(outcomes(results)),
+          ).toBeGreaterThan(0);
+          for (const res of results) expect(res.timedOut).toBe(false);
+        });
+      } else {
+        it(`${name}: nothing runs and nothing crashes with the guard off`, async () => {
+          const off = await runMany(Math.min(RUNS, 5), options(build, r, { DEVEXIT_GUARD: '0' }));
+          for (const res of off) expect(summary(res, e.signal ?? undefined).crashed).toBe(false);
+        });
       }
-    },
-  );
+    }
+  });
 }

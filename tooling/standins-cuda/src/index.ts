@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { loadAddon } from '@devexit/backend/loader';
 
 const release = join(__dirname, '..', 'build', 'Release');
 
@@ -38,6 +39,19 @@ export interface NvrtcControl {
   linger(ms: number): boolean;
   /** Runs the exit teardown of the (loaded) stand-in libcuda at `path` now. */
   teardownStandin(path: string): boolean;
+}
+
+/**
+ * Loads the control fixture through the one devexit loader: DEVEXIT_STANDINS_NVRTC_CONTROL, else
+ * this package's own build (a test double has no prebuild).
+ */
+export function loadNvrtcControl(): NvrtcControl {
+  return loadAddon<NvrtcControl>({
+    name: 'nvrtc_control',
+    packageDir: join(__dirname, '..'),
+    envVar: 'DEVEXIT_STANDINS_NVRTC_CONTROL',
+    platformPackages: false,
+  });
 }
 
 /**

@@ -28,125 +28,11 @@
 #include <thread>
 #include <vector>
 
-#define EXPORT extern "C" __attribute__((visibility("default")))
+#include "standin_hip.h"
 
 namespace {
 
-// hipError_t values as ROCm numbers them.
-enum : int {
-  kSuccess = 0,
-  kInvalidValue = 1,
-  kOutOfMemory = 2,
-  kNotInitialized = 3,
-  kNoDevice = 100,
-  kInvalidDevice = 101,
-  kInvalidImage = 200,
-  kInvalidHandle = 400,
-  kNotFound = 500,
-  kNotReady = 600,
-  kIllegalAddress = 700,
-  kLaunchFailure = 719,
-};
-
-struct Dim3 {
-  unsigned x, y, z;
-};
-
-struct LaunchDims {
-  Dim3 grid, block;
-  uint64_t threads() const {
-    return uint64_t(grid.x) * block.x * uint64_t(grid.y) * block.y * uint64_t(grid.z) * block.z;
-  }
-};
-
-// Argument kinds of a host kernel: 'p' device pointer, 'u' u32, 'f' f32.
-using KernelFn = int (*)(const std::vector<uint64_t> &args, const LaunchDims &dims);
-
-int StandinCheckPtr(uint64_t p, size_t bytes);
-
-template <typename T>
-T *Ptr(uint64_t v) {
-  return reinterpret_cast<T *>(static_cast<uintptr_t>(v));
-}
-float F32(uint64_t v) {
-  uint32_t u = static_cast<uint32_t>(v);
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-
-// Each host kernel runs every thread of the grid, as a GPU would: the bounds check is the kernel's.
-int KFill(const std::vector<uint64_t> &a, const LaunchDims &d) {
-  uint32_t value = static_cast<uint32_t>(a[1]), n = static_cast<uint32_t>(a[2]);
-  if (int e = StandinCheckPtr(a[0], std::min<uint64_t>(n, d.threads()) * 4)) return e;
-  auto *out = Ptr<uint32_t>(a[0]);
-  for (uint64_t i = 0; i < d.threads(); i++)
-    if (i < n) out[i] = value;
-  return kSuccess;
-}
-int KCopy(const std::vector<uint64_t> &a, const LaunchDims &d) {
-  uint32_t n = static_cast<uint32_t>(a[2]);
-  uint64_t m = std::min<uint64_t>(n, d.threads()) * 4;
-  if (int e = StandinCheckPtr(a[0], m)) return e;
-  if (int e = StandinCheckPtr(a[1], m)) return e;
-  auto *src = Ptr<uint32_t>(a[0]);
-  auto *dst = Ptr<uint32_t>(a[1]);
-  for (uint64_t i = 0; i < d.threads(); i++)
-    if (i < n) dst[i] = src[i];
-  return kSuccess;
-}
-int KSaxpy(const std::vector<uint64_t> &a, const LaunchDims &d) {
-  float alpha = F32(a[2]);
-  uint32_t n = static_cast<uint32_t>(a[3]);
-  uint64_t m = std::min<uint64_t>(n, d.threads()) * 4;
-  if (int e = StandinCheckPtr(a[0], m)) return e;
-  if (int e = StandinCheckPtr(a[1], m)) return e;
-  auto *x = Ptr<float>(a[0]);
-  auto *y = Ptr<float>(a[1]);
-  for (uint64_t i = 0; i < d.threads(); i++)
-    if (i < n) y[i] = alpha * x[i] + y[i];
-  return kSuccess;
-}
-// The real kernel reduces in one block; a launch of several blocks would race on out[0].
-int KSum(const std::vector<uint64_t> &a, const LaunchDims &d) {
-  uint32_t n = static_cast<uint32_t>(a[2]);
-  if (d.grid.x != 1 || d.grid.y != 1 || d.grid.z != 1) return kLaunchFailure;
-  if (int e = StandinCheckPtr(a[0], uint64_t(n) * 4)) return e;
-  if (int e = StandinCheckPtr(a[1], 4)) return e;
-  auto *x = Ptr<float>(a[0]);
-  double acc = 0;
-  for (uint32_t i = 0; i < n; i++) acc += x[i];
-  *Ptr<float>(a[1]) = static_cast<float>(acc);
-  return kSuccess;
-}
-// For tests: a user kernel (add_u32) and a slow one (sleep_us) to keep work in flight.
-int KAdd(const std::vector<uint64_t> &a, const LaunchDims &d) {
-  uint32_t v = static_cast<uint32_t>(a[1]), n = static_cast<uint32_t>(a[2]);
-  if (int e = StandinCheckPtr(a[0], std::min<uint64_t>(n, d.threads()) * 4)) return e;
-  auto *buf = Ptr<uint32_t>(a[0]);
-  for (uint64_t i = 0; i < d.threads(); i++)
-    if (i < n) buf[i] += v;
-  return kSuccess;
-}
-int KSleep(const std::vector<uint64_t> &a, const LaunchDims &) {
-  usleep(static_cast<useconds_t>(static_cast<uint32_t>(a[0])));
-  return kSuccess;
-}
-
-struct HostKernel {
-  const char *name;
-  const char *sig;
-  KernelFn fn;
-};
-const HostKernel kKernels[] = {
-    {"fill_u32", "puu", KFill},   {"copy", "ppu", KCopy},       {"saxpy_f32", "ppfu", KSaxpy},
-    {"sum_f32", "ppu", KSum},     {"add_u32", "puu", KAdd},     {"sleep_us", "u", KSleep},
-};
-const HostKernel *FindKernel(const std::string &name) {
-  for (const auto &k : kKernels)
-    if (name == k.name) return &k;
-  return nullptr;
-}
+using namespace standin_hip;
 
 struct Stream {
   uint64_t submitted = 0;
@@ -249,7 +135,9 @@ State *St() {
   return s;
 }
 
-int StandinCheckPtr(uint64_t p, size_t bytes) {
+}  // namespace
+
+int standin_hip::StandinCheckPtr(uint64_t p, size_t bytes) {
   State *s = t_worker_state ? t_worker_state : g_state;
   std::lock_guard<std::mutex> lock(s->mu);
   auto it = s->allocations.upper_bound(static_cast<uintptr_t>(p));
@@ -258,6 +146,8 @@ int StandinCheckPtr(uint64_t p, size_t bytes) {
   if (p < it->first || p + bytes > it->first + it->second) return kIllegalAddress;
   return kSuccess;
 }
+
+namespace {
 
 int Enqueue(State *s, void *stream, std::function<int()> run) {
   auto *st = stream ? static_cast<Stream *>(stream) : &s->null_stream;
@@ -280,12 +170,6 @@ int WaitStream(State *s, Stream *st) {
 }
 
 bool HasDevice(State *s) { return s->devices > 0; }
-
-struct Program {
-  std::string source;
-  std::string log;
-  std::string code;
-};
 
 }  // namespace
 
@@ -464,15 +348,15 @@ EXPORT hipError_t hipMemsetD32Async(void *dst, int value, size_t count, void *st
   });
 }
 
-static const char kMagic[] = "DEVEXIT-STANDIN-HIP-CO v1\n";
+
 
 EXPORT hipError_t hipModuleLoadData(void **module, const void *image) {
   St();
   if (!module || !image) return kInvalidValue;
   const char *text = static_cast<const char *>(image);
-  if (strncmp(text, kMagic, sizeof kMagic - 1) != 0) return kInvalidImage;  // e.g. a real ELF code object
+  if (strncmp(text, standin_hip::kCodeMagic, strlen(standin_hip::kCodeMagic)) != 0) return kInvalidImage;  // e.g. a real ELF code object
   auto *m = new Module();
-  const char *p = text + sizeof kMagic - 1;
+  const char *p = text + strlen(standin_hip::kCodeMagic);
   while (*p) {
     const char *end = strchr(p, '\n');
     std::string line = end ? std::string(p, end) : std::string(p);
@@ -542,104 +426,8 @@ EXPORT const char *hipGetErrorName(hipError_t e) {
 }
 EXPORT const char *hipGetErrorString(hipError_t e) { return hipGetErrorName(e); }
 
-// ---- hiprtc ----
-typedef int hiprtcResult;
-
-EXPORT const char *hiprtcGetErrorString(hiprtcResult r) {
-  switch (r) {
-    case 0: return "HIPRTC_SUCCESS";
-    case 3: return "HIPRTC_ERROR_INVALID_INPUT";
-    case 4: return "HIPRTC_ERROR_INVALID_PROGRAM";
-    case 6: return "HIPRTC_ERROR_COMPILATION";
-    default: return "HIPRTC_ERROR_INTERNAL_ERROR";
-  }
-}
-
-EXPORT hiprtcResult hiprtcVersion(int *major, int *minor) {
-  if (!major || !minor) return 3;
-  *major = 9;
-  *minor = 0;
-  return 0;
-}
-
-EXPORT hiprtcResult hiprtcCreateProgram(void **prog, const char *src, const char *name, int num_headers,
-                                        const char **headers, const char **include_names) {
-  (void)name, (void)headers, (void)include_names;
-  if (!prog || !src || num_headers < 0) return 3;
-  auto *p = new Program();
-  p->source = src;
-  *prog = p;
-  return 0;
-}
-
-// "Compiles" by finding the __global__ functions and keeping those with a host implementation.
-EXPORT hiprtcResult hiprtcCompileProgram(void *prog, int num_options, const char **options) {
-  if (!prog) return 4;
-  auto *p = static_cast<Program *>(prog);
-  std::string arch = "default";
-  for (int i = 0; i < num_options; i++) {
-    std::string o = options[i] ? options[i] : "";
-    if (o.rfind("--offload-arch=", 0) == 0) arch = o.substr(15);
-  }
-  const std::string &src = p->source;
-  size_t err = src.find("#error");
-  if (err != std::string::npos) {
-    size_t eol = src.find('\n', err);
-    p->log = "program.hip: error: " + src.substr(err + 7, eol == std::string::npos ? std::string::npos : eol - err - 7);
-    return 6;
-  }
-  std::string code = std::string(kMagic) + "arch " + arch + "\n";
-  int found = 0;
-  for (size_t at = src.find("__global__"); at != std::string::npos; at = src.find("__global__", at + 1)) {
-    size_t open = src.find('(', at);
-    if (open == std::string::npos) break;
-    size_t end = open;
-    while (end > at && (src[end - 1] == ' ' || src[end - 1] == '\n')) end--;
-    size_t begin = end;
-    while (begin > at && (isalnum(static_cast<unsigned char>(src[begin - 1])) || src[begin - 1] == '_')) begin--;
-    std::string name = src.substr(begin, end - begin);
-    if (!FindKernel(name)) {
-      p->log = "stand-in hiprtc: no host implementation for kernel '" + name +
-               "' (the stand-in runs fill_u32, copy, saxpy_f32, sum_f32, add_u32, sleep_us)";
-      return 6;
-    }
-    code += "kernel " + name + "\n";
-    found++;
-  }
-  if (!found) {
-    p->log = "stand-in hiprtc: no __global__ function in the program";
-    return 6;
-  }
-  p->code = code;
-  p->log.clear();
-  return 0;
-}
-
-EXPORT hiprtcResult hiprtcGetCodeSize(void *prog, size_t *size) {
-  if (!prog || !size) return 3;
-  *size = static_cast<Program *>(prog)->code.size() + 1;
-  return 0;
-}
-EXPORT hiprtcResult hiprtcGetCode(void *prog, char *code) {
-  if (!prog || !code) return 3;
-  const std::string &c = static_cast<Program *>(prog)->code;
-  memcpy(code, c.c_str(), c.size() + 1);
-  return 0;
-}
-EXPORT hiprtcResult hiprtcGetProgramLogSize(void *prog, size_t *size) {
-  if (!prog || !size) return 3;
-  *size = static_cast<Program *>(prog)->log.size() + 1;
-  return 0;
-}
-EXPORT hiprtcResult hiprtcGetProgramLog(void *prog, char *log) {
-  if (!prog || !log) return 3;
-  const std::string &l = static_cast<Program *>(prog)->log;
-  memcpy(log, l.c_str(), l.size() + 1);
-  return 0;
-}
-EXPORT hiprtcResult hiprtcDestroyProgram(void **prog) {
-  if (!prog || !*prog) return 3;
-  delete static_cast<Program *>(*prog);
-  *prog = nullptr;
-  return 0;
-}
+// For the stand-in hiprtc (standin_hiprtc.cc).
+namespace standin_hip {
+const char kCodeMagic[] = "DEVEXIT-STANDIN-HIP-CO v1\n";
+bool HasHostKernel(const std::string &name) { return FindKernel(name) != nullptr; }
+}  // namespace standin_hip

@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { loadAddon } from '@devexit/backend/loader';
 
 const release = join(__dirname, '..', 'build', 'Release');
 
@@ -44,8 +45,17 @@ export interface FixtureAddon {
   forget(index: number, service?: string): number;
 }
 
-/** Loads @devexit/native first (the fixture finds the registry through it), then the fixture. */
+/**
+ * Loads @devexit/native first (the fixture finds the registry through it), then the fixture,
+ * through the one devexit loader: DEVEXIT_STANDINS_FIXTURE, else this package's own build (a test
+ * double has no prebuild: `npx devexit-build @devexit/standins`).
+ */
 export function loadFixture(): FixtureAddon {
   require('@devexit/native');
-  return require(fixtureAddonPath) as FixtureAddon;
+  return loadAddon<FixtureAddon>({
+    name: 'exit_fixture',
+    packageDir: join(__dirname, '..'),
+    envVar: 'DEVEXIT_STANDINS_FIXTURE',
+    platformPackages: false,
+  });
 }

@@ -1,0 +1,58 @@
+// Start-up: what require('@devexit/core') and require('@devexit/native') add to a program.
+import { fixture, interleave, median, nodeJson, row } from './common.mjs';
+
+const load = (spec) => nodeJson([fixture('load.cjs'), spec]);
+
+export default async function startup({ quick }) {
+  const runs = quick ? 7 : 21;
+  const s = await interleave(runs, {
+    core: () => load('@devexit/core'),
+    signalExit: () => load('signal-exit'),
+    exitHook: () => nodeJson([fixture('load.mjs'), 'exit-hook']),
+    floor: () => load('signal-exit/signals'),
+  });
+  const cpu = (k) => median(s[k].map((x) => x.cpuMs));
+  const wall = (k) => median(s[k].map((x) => x.wallMs));
+  const detail = (k) => `${k}: ${cpu(k).toFixed(2)} ms CPU, ${wall(k).toFixed(2)} ms wall`;
+  const floor = cpu('floor');
+  const rows = [
+    row({
+      name: "require('@devexit/core')",
+      value: cpu('core'),
+      unit: 'ms CPU',
+      baseline: cpu('signalExit'),
+      baselineName: "require('signal-exit')",
+      target: '≤ baseline, and ≤ 1 ms over the floor of requiring any package',
+      met: (r) => r.value <= r.baseline && r.value - floor <= 1,
+      detail:
+        `median of ${runs} processes each, interleaved, after the loader's first use; ` +
+        `floor (signal-exit/signals, a 1.5 KB package export) ${floor.toFixed(2)} ms CPU, so core adds ` +
+        `${(cpu('core') - floor).toFixed(2)} ms over it; wall: core ${wall('core').toFixed(2)} ms, ` +
+        `signal-exit ${wall('signalExit').toFixed(2)} ms; ${detail('exitHook')} (import: it is ESM only)`,
+    }),
+  ];
+
+  // A whole process: node's start-up, the require, and the exit (devexit's exit layer included).
+  const w = await interleave(runs, {
+    bare: () => nodeJson([fixture('whole.cjs')]),
+    native: () => nodeJson([fixture('whole.cjs'), '@devexit/native']),
+  });
+  const bare = median(w.bare.map((x) => x.cpuMs));
+  const native = median(w.native.map((x) => x.cpuMs));
+  rows.push(
+    row({
+      name: "a process that requires '@devexit/native'",
+      value: native,
+      unit: 'ms CPU',
+      baseline: bare,
+      baselineName: "a bare node process (node -e '')",
+      target: '≤ 1.06× baseline and ≤ baseline + 3 ms',
+      met: (r) => r.ratio <= 1.06 && r.value - r.baseline <= 3,
+      detail:
+        `adds ${(native - bare).toFixed(2)} ms CPU; CPU time of the whole process at its 'exit' event, ` +
+        `median of ${runs} each, interleaved; wall ${median(w.native.map((x) => x.wallMs)).toFixed(1)} ms vs ` +
+        `${median(w.bare.map((x) => x.wallMs)).toFixed(1)} ms`,
+    }),
+  );
+  return rows;
+}
