@@ -11,9 +11,9 @@ interface CoreStateView {
 }
 
 function devexitState(): { core: boolean; native: boolean; guard?: unknown } {
-  const state = (globalThis as Record<symbol, CoreStateView | undefined>)[
-    Symbol.for('@devexit/core/state@2')
-  ];
+  // The realm state of each shape of core, newest first (state.ts: @3 since the hot-path flag).
+  const g = globalThis as Record<symbol, CoreStateView | undefined>;
+  const state = g[Symbol.for('@devexit/core/state@3')] ?? g[Symbol.for('@devexit/core/state@2')];
   if (!state) return { core: false, native: false };
   const out: { core: boolean; native: boolean; guard?: unknown } = { core: true, native: !!state.native };
   try {
