@@ -1,13 +1,17 @@
 import {
+  type AbortOptions,
+  abortError,
   type Backend,
+  checkSignal,
   type Device,
   exitingError,
   isExiting,
   outOfRangeError,
   type ProbeResult,
   unavailableError,
+  withAbort,
 } from '@devexit/core';
-import { checkInteger } from './validate.js';
+import { checkInteger, checkOptions } from './validate.js';
 
 export interface BackendOptions<D extends Device> {
   name: string;
@@ -48,9 +52,20 @@ export class BackendBase<D extends Device> implements Backend {
     return probe.devices;
   }
 
-  async open(index: number): Promise<Device> {
+  /**
+   * Aborting stops waiting (an AbortError); a device created meanwhile stays this realm's, and
+   * the next open() returns it.
+   */
+  async open(index: number, options?: AbortOptions): Promise<Device> {
     checkInteger(index, 'index', 0, 0xffffffff);
+    const signal = checkSignal(checkOptions<AbortOptions>(options).signal);
     if (isExiting()) throw exitingError(`open ${this.name}:${index}`);
+    const what = `open ${this.name}:${index}`;
+    if (signal?.aborted) throw abortError(signal, what);
+    return withAbort(this.#open(index), signal, what);
+  }
+
+  async #open(index: number): Promise<Device> {
     const count = await this.deviceCount();
     if (index >= count) throw outOfRangeError(`${this.name} device index`, index, `0..${count - 1}`);
     const known = this.devices.get(index);

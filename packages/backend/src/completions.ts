@@ -1,4 +1,5 @@
 import {
+  abortError,
   DevexitError,
   type DeviceId,
   deviceClosedError,
@@ -108,14 +109,18 @@ export class Completions {
 
   /**
    * Starts a native command that answers `id`; `start` returns its status. The promise settles
-   * with map(answer), or rejects with the typed error for a refusal.
+   * with map(answer), or rejects with the typed error for a refusal. When `signal` aborts first,
+   * it rejects with an AbortError and the answer, when it comes, is dropped: the command itself
+   * runs (nothing a queued command may touch changes under it).
    */
   expect<T>(
     owner: Set<number> | undefined,
     where: Waiting['where'],
     start: (id: number) => number,
     map: (c: Completed) => T,
+    signal?: AbortSignal,
   ): Promise<T> {
+    if (signal?.aborted) return Promise.reject(abortError(signal, where.what));
     this.#install();
     const id = this.#next++;
     let waiting: Waiting | undefined;
@@ -128,12 +133,30 @@ export class Completions {
       waiting = { resolve: (c) => resolve(map(c)), reject, owner, where, promise: undefined as never };
     });
     if (waiting) {
-      waiting.promise = promise;
-      this.#waiting.set(id, waiting);
+      const w = waiting;
+      w.promise = promise;
+      this.#waiting.set(id, w);
       owner?.add(id);
       if (this.#waiting.size === 1) this.#addon.setRef(true);
+      if (signal) {
+        const abort = () => {
+          if (this.#waiting.get(id) !== w) return;
+          this.#forget(id, w);
+          w.reject(abortError(signal, where.what));
+        };
+        signal.addEventListener('abort', abort, { once: true });
+        const detach = () => signal.removeEventListener('abort', abort);
+        promise.then(detach, detach);
+      }
     }
     return promise;
+  }
+
+  /** Stops waiting for `id`: its answer, when it comes, finds nobody. */
+  #forget(id: number, w: Waiting): void {
+    this.#waiting.delete(id);
+    w.owner?.delete(id);
+    if (this.#waiting.size === 0) this.#addon.setRef(false);
   }
 
   /**
@@ -165,10 +188,8 @@ export class Completions {
       return;
     }
     const w = this.#waiting.get(id);
-    if (!w) return;
-    this.#waiting.delete(id);
-    w.owner?.delete(id);
-    if (this.#waiting.size === 0) this.#addon.setRef(false);
+    if (!w) return; // aborted, or settled by a close
+    this.#forget(id, w);
     if (status === Status.ok) w.resolve({ data, value });
     // Dropped by a close: the device closed, whether or not the process is exiting.
     else if (status === Status.closed && w.where.device) {

@@ -9,6 +9,7 @@ import {
   isExiting,
   type Kernel,
   type Queue,
+  reportRegistered,
 } from '@devexit/core';
 import type { Completions } from './completions.js';
 import { NativeKernel, NativeQueue, type QueueAddon, type QueueOwner } from './nativeQueue.js';
@@ -86,6 +87,7 @@ export class NativeDevice<H> implements Device, QueueOwner<H> {
       const flag = this.addon.closedFlag?.(handle);
       this.#closedView = flag ? new Uint32Array(flag) : undefined;
       this.#queue = new NativeQueue(this);
+      reportRegistered(this.id, 'queue', 'native');
     }
     return this.#queue;
   }

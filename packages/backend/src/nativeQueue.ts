@@ -1,4 +1,6 @@
 import {
+  type AbortOptions,
+  checkSignal,
   type DeviceBuffer,
   type DeviceId,
   type Grid,
@@ -15,6 +17,7 @@ import {
   checkFill,
   checkGrid,
   checkLaunchArgs,
+  checkOptions,
   checkRead,
   checkSize,
   checkWrite,
@@ -59,6 +62,8 @@ export interface QueueOwner<H> {
   readonly closed: boolean;
   /** The native handle (the service is started by the time a queue exists). */
   readonly handle: H;
+  /** The device's close (a queue's asyncDispose). */
+  close(): Promise<void>;
 }
 
 const BUFFER = Symbol('devexit.buffer');
@@ -187,10 +192,11 @@ export class NativeQueue<H> implements Queue {
     if (status !== Status.ok) throw this.#fail(status, 'write');
   }
 
-  read(buffer: DeviceBuffer, offset = 0, bytes?: number): Promise<Uint8Array> {
+  read(buffer: DeviceBuffer, offset = 0, bytes?: number, options?: AbortOptions): Promise<Uint8Array> {
     try {
       const b = this.#buffer(buffer, 'buffer', 'read');
       const { bytes: n } = checkRead(b.size, offset, bytes);
+      const signal = checkSignal(checkOptions<AbortOptions>(options).signal);
       this.#d.check('read');
       this.submit();
       const deferred = this.#takeDeferred();
@@ -201,6 +207,7 @@ export class NativeQueue<H> implements Queue {
         this.#where('read'),
         (id) => d.addon.read(d.handle, b[BUFFER].id, offset, n, id),
         (r) => r.data ?? new Uint8Array(0),
+        signal,
       );
     } catch (err) {
       return Promise.reject(err);
@@ -286,8 +293,9 @@ export class NativeQueue<H> implements Queue {
     return i;
   }
 
-  flush(): Promise<void> {
+  flush(options?: AbortOptions): Promise<void> {
     try {
+      const signal = checkSignal(checkOptions<AbortOptions>(options).signal);
       this.#d.check('flush');
       this.submit();
       const deferred = this.#takeDeferred();
@@ -298,10 +306,16 @@ export class NativeQueue<H> implements Queue {
         this.#where('flush'),
         (id) => d.addon.flush(d.handle, id),
         () => undefined,
+        signal,
       );
     } catch (err) {
       return Promise.reject(err);
     }
+  }
+
+  /** Closes the device (its queue is its one service): `await using q = device.queue()`. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.#d.close();
   }
 
   #takeDeferred(): Error | undefined {

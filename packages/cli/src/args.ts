@@ -5,6 +5,7 @@ export const USAGE = `usage: devexit <command> [options]
 
 commands:
   doctor    the platform, which exit layers are armed, each backend's availability
+            (doctor run -- <command>: how a program ended, and what devexit did at its exit)
   demo      exit mid-work by four paths, with devexit and with the guard disabled
   help      this text, or a command's (devexit help demo)
 
@@ -14,6 +15,7 @@ options:
 `;
 
 export const DOCTOR_USAGE = `usage: devexit doctor [--json]
+       devexit doctor run [--json] [--timeout MS] [--exit-timeout MS] -- <command> [args...]
 
 Prints the platform and libc, whether @devexit/native loads, which exit layers are enabled and
 armed, the close deadline, and for each backend (${BACKEND_NAMES.join(', ')}) whether it is installed
@@ -25,6 +27,20 @@ options:
 
 Exit status: 0 when nothing is wrong; 1 when @devexit/native is missing or fails to load, or a
 backend named in DEVEXIT_REQUIRE_BACKENDS (comma-separated) is unavailable; 2 on bad usage.
+
+devexit doctor run: runs the command (a .js, .cjs or .mjs file runs with this Node) and tells how
+it ended: its exit code or signal, whether it crashed or hung, and whether that happened after it
+began to exit; which closes devexit ran and how long each took (DEVEXIT_REPORT=json is set for
+it); which exit layers were armed in each Node process it started (a --require preload in
+NODE_OPTIONS reports them; it loads nothing of devexit itself). Its own output passes through.
+
+  --json              the report as JSON on stdout (the program's stdout then goes to stderr)
+  --timeout MS        kill it (its whole process group) past MS ms in all (default 60000)
+  --exit-timeout MS   kill it when it is still running MS ms after it began to exit: "hung at
+                      exit" (default 10000)
+
+Exit status: 0 when it neither crashed nor hung (whatever its own exit code); 1 when it crashed
+or hung; 2 on bad usage; 127 when the command could not be started.
 `;
 
 export const DEMO_USAGE = `usage: devexit demo [--runs N] [--backend NAME]... [--json]
@@ -49,6 +65,13 @@ export type Command =
   | { kind: 'version' }
   | { kind: 'usage-error'; command?: string; message: string; usage: string }
   | { kind: 'doctor'; json: boolean }
+  | {
+      kind: 'doctor-run';
+      json: boolean;
+      timeoutMs: number;
+      exitTimeoutMs: number;
+      command: string[];
+    }
   | { kind: 'demo'; json: boolean; runs: number; backends: string[] | undefined };
 
 const HELP = { help: { type: 'boolean', short: 'h' } } as const;
@@ -118,6 +141,7 @@ function parseCommand(command: string, rest: string[]): Command {
         return { kind: 'help', text: topic ? (USAGES[topic] ?? USAGE) : USAGE };
       }
       case 'doctor': {
+        if (rest[0] === 'run') return parseDoctorRun(rest.slice(1));
         const { values } = parseArgs({
           args: rest,
           options: { ...HELP, json: { type: 'boolean' } },
@@ -134,6 +158,51 @@ function parseCommand(command: string, rest: string[]): Command {
   } catch (err) {
     return { kind: 'usage-error', message: parseError(err), usage: USAGES[command] ?? USAGE };
   }
+}
+
+/** `doctor run [options] -- command...`: options end at `--` or at the first non-option. */
+function parseDoctorRun(args: string[]): Command {
+  const dash = args.indexOf('--');
+  let at = dash;
+  if (at < 0) {
+    // Without `--`: the first argument that is neither an option nor an option's value.
+    at = args.length;
+    for (let i = 0; i < args.length; i++) {
+      const a = args[i] as string;
+      if (a === '--timeout' || a === '--exit-timeout') i++;
+      else if (!a.startsWith('-')) {
+        at = i;
+        break;
+      }
+    }
+  }
+  const own = args.slice(0, at);
+  const command = args.slice(dash >= 0 ? dash + 1 : at);
+  const { values } = parseArgs({
+    args: own,
+    options: {
+      ...HELP,
+      json: { type: 'boolean' },
+      timeout: { type: 'string' },
+      'exit-timeout': { type: 'string' },
+    },
+    strict: true,
+  });
+  if (values.help) return { kind: 'help', text: DOCTOR_USAGE };
+  const bad = (message: string): Command => ({ kind: 'usage-error', message, usage: DOCTOR_USAGE });
+  const ms = (value: string | undefined, name: string, fallback: number): number | string => {
+    if (value === undefined) return fallback;
+    if (!/^[1-9][0-9]{0,9}$/.test(value) || Number(value) > 2147483647)
+      return `--${name} must be a whole number of ms from 1 to 2147483647; got ${JSON.stringify(value)}`;
+    return Number(value);
+  };
+  const timeoutMs = ms(values.timeout, 'timeout', 60_000);
+  if (typeof timeoutMs === 'string') return bad(timeoutMs);
+  const exitTimeoutMs = ms(values['exit-timeout'], 'exit-timeout', 10_000);
+  if (typeof exitTimeoutMs === 'string') return bad(exitTimeoutMs);
+  if (command.length === 0 || command[0] === '')
+    return bad('run: no command given (devexit doctor run -- node app.js)');
+  return { kind: 'doctor-run', json: values.json === true, timeoutMs, exitTimeoutMs, command };
 }
 
 function parseDemo(args: string[]): Command {

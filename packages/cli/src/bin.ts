@@ -4,6 +4,7 @@
 import { parseCommandLine } from './args.js';
 import { demo, formatDemo } from './demo.js';
 import { doctor, formatDoctor } from './doctor.js';
+import { formatRun, runProgram } from './run.js';
 
 const out = (text: string) => process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
 const err = (text: string) => process.stderr.write(text.endsWith('\n') ? text : `${text}\n`);
@@ -28,6 +29,19 @@ async function main(argv: string[]): Promise<number> {
         return 1;
       }
       return 0;
+    }
+    case 'doctor-run': {
+      const report = await runProgram({
+        command: command.command,
+        timeoutMs: command.timeoutMs,
+        exitTimeoutMs: command.exitTimeoutMs,
+        // With --json, stdout is the report's alone.
+        stdout: (d) => (command.json ? process.stderr : process.stdout).write(d),
+        stderr: (d) => process.stderr.write(d),
+      });
+      out(command.json ? JSON.stringify(report, null, 2) : formatRun(report));
+      if (report.error) return 127;
+      return report.crashed || report.hung ? 1 : 0;
     }
     case 'demo': {
       const result = await demo({ runs: command.runs, backends: command.backends, log: err });

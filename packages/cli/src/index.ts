@@ -12,3 +12,11 @@ export {
   summarizeRuns,
 } from './demo.js';
 export { type BackendReport, type DoctorReport, doctor, formatDoctor, type NativeReport } from './doctor.js';
+export {
+  formatRun,
+  type ProcessReport,
+  type RunOptions,
+  type RunReport,
+  runProgram,
+  type Verdict,
+} from './run.js';

@@ -10,6 +10,15 @@ export type ProbeResult =
   | { available: true; devices: number; versions: Record<string, string>; details?: string }
   | { available: false; reason: string; versions?: Record<string, string> };
 
+/**
+ * Options of the async calls that can be cancelled. An aborted call rejects with an AbortError
+ * (name 'AbortError', code 'ABORT_ERR', cause: the signal's reason); what it started may still
+ * run, and its result is dropped.
+ */
+export interface AbortOptions {
+  signal?: AbortSignal;
+}
+
 export interface Backend {
   /** The backend name; also the device type name (deviceType(name)). */
   readonly name: string;
@@ -20,8 +29,9 @@ export interface Backend {
   /**
    * Opens device `index` (ERR_DEVEXIT_OUT_OF_RANGE past deviceCount()). Opening twice returns
    * the same process-wide device service; its close is registered once per device and service.
+   * Aborting stops waiting; a device opened meanwhile stays open (the next open() returns it).
    */
-  open(index: number): Promise<Device>;
+  open(index: number, options?: AbortOptions): Promise<Device>;
 }
 
 /** Built-in kernels every backend runs, with these arguments (n = element count):
@@ -95,23 +105,27 @@ export type Grid = number | readonly [number, number?, number?];
 /**
  * A device's queue service: commands run in the order they were enqueued. Enqueueing methods
  * return at once (the data of write() is copied at call time); read() and flush() settle when
- * the queue reached them. After close, calls throw ERR_DEVEXIT_DEVICE_CLOSED; after exit began,
- * ERR_DEVEXIT_EXITING.
+ * the queue reached them. After close, calls throw ERR_DEVEXIT_DEVICE_CLOSED; after exit began
+ * (or shutdown()), ERR_DEVEXIT_EXITING. `await using` a queue closes its device at the end of
+ * the scope.
  */
-export interface Queue {
+export interface Queue extends AsyncDisposable {
   alloc(bytes: number): DeviceBuffer;
   free(buffer: DeviceBuffer): void;
   write(buffer: DeviceBuffer, data: ArrayBufferView, offset?: number): void;
-  read(buffer: DeviceBuffer, offset?: number, bytes?: number): Promise<Uint8Array>;
+  /** Aborting drops the result: the read still runs in order, nothing else changes. */
+  read(buffer: DeviceBuffer, offset?: number, bytes?: number, options?: AbortOptions): Promise<Uint8Array>;
   /** Fills with a repeated u32 value; offset and bytes are multiples of 4. */
   fill(buffer: DeviceBuffer, value: number, offset?: number, bytes?: number): void;
   copy(src: DeviceBuffer, dst: DeviceBuffer, bytes?: number, srcOffset?: number, dstOffset?: number): void;
   launch(kernel: Kernel, grid: Grid, args: readonly KernelArg[]): void;
-  /** Settles once everything enqueued before it has run. */
-  flush(): Promise<void>;
+  /** Settles once everything enqueued before it has run. Aborting stops waiting, nothing else. */
+  flush(options?: AbortOptions): Promise<void>;
+  /** The same as the device's close(). */
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
-export interface Device {
+export interface Device extends AsyncDisposable {
   readonly id: DeviceId;
   readonly backend: string;
   /** Human-readable: "AMD Instinct MI210", "llvmpipe (LLVM 19)", "cpu (16 threads)". */
@@ -132,4 +146,6 @@ export interface Device {
    * exit skips it. Idempotent.
    */
   close(): Promise<void>;
+  /** The same as close(): `await using device = await backend.open(0)`. */
+  [Symbol.asyncDispose](): Promise<void>;
 }

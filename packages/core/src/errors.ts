@@ -61,3 +61,15 @@ export function outOfRangeError(what: string, value: unknown, range: string): De
 export function unavailableError(backend: string, reason: string): DevexitError {
   return new DevexitError('ERR_DEVEXIT_UNAVAILABLE', `devexit: ${backend} is unavailable: ${reason}`);
 }
+
+/**
+ * An operation given an AbortSignal was aborted: the same shape as Node's own (fs,
+ * timers/promises): name 'AbortError', code 'ABORT_ERR', cause the signal's reason.
+ */
+export class AbortError extends Error {
+  readonly code = 'ABORT_ERR' as const;
+  constructor(message = 'The operation was aborted', options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'AbortError';
+  }
+}

@@ -1,9 +1,18 @@
-import { writeSync } from 'node:fs';
 import { deviceTypeName } from './deviceId.js';
+import {
+  devexitWarning,
+  observed,
+  reportClosed,
+  reportExitEnd,
+  reportExitStart,
+  warn,
+  writeStderr,
+} from './diagnostics.js';
 import { markExiting as markRealmExiting } from './exiting.js';
-import { type CloseReportEntry, reportText } from './report.js';
-import { settings, warnOnce } from './settings.js';
-import { type CloseRun, coreState } from './state.js';
+import { type CloseReportEntry, formatReportLine } from './report.js';
+import { realmSettings, settings, warnOnce } from './settings.js';
+import { installSignals } from './signals.js';
+import { type CloseRun, coreState, type JsEntry } from './state.js';
 
 /**
  * The JS exit layer: runs this realm's JS closes, then (on the main thread) the native ones,
@@ -32,14 +41,6 @@ export function mainThread(): boolean {
     coreState().native?.isMainThread?.() ??
     (require('node:worker_threads') as typeof import('node:worker_threads')).isMainThread;
   return isMain;
-}
-
-function writeStderr(text: string): void {
-  try {
-    writeSync(2, text);
-  } catch {
-    // stderr closed: nothing to report to.
-  }
 }
 
 function thenable(value: unknown): value is PromiseLike<unknown> {
@@ -87,12 +88,18 @@ function record(run: CloseRun, error: string | undefined, late: boolean): void {
   };
   if (error !== undefined) entry.error = error;
   else if (late) entry.error = 'finished after the deadline';
+  const drained = run.drained?.get(e);
+  if (drained !== undefined) entry.drained = drained;
   run.entries.push(entry);
   state.report.push(entry);
-  // At exit, process.emitWarning would never print: write synchronously, one close at a time (a
-  // later close may never return).
-  const text = reportText(entry, run.report, !run.explicit);
-  if (text) writeStderr(text);
+  // At exit, process.emitWarning would never print: written synchronously, one close at a time
+  // (a later close may never return). closeServices() and shutdown() warn once they return.
+  if (!run.explicit && entry.outcome === 'error') {
+    const line = `devexit: close of ${entry.device.type}:${entry.device.index}/${entry.service} failed: ${entry.error}`;
+    warn(devexitWarning(line, 'DEVEXIT_CLOSE_FAILED'), { atExit: true, line });
+  }
+  if (run.report !== 'off') writeStderr(`${formatReportLine(entry, run.report)}\n`);
+  reportClosed(entry);
 }
 
 function endCurrent(run: CloseRun, error: string | undefined): void {
@@ -125,9 +132,15 @@ function drive(run: CloseRun): void {
     run.nativeDone = true;
     // Native services are process-wide: a Worker's exit must not close them.
     if (native && (run.explicit || mainThread())) {
-      const before = run.explicit ? native.report().length : 0;
+      // The native report is read only when someone needs it: at exit it costs a parse.
+      const keep = run.explicit || observed('close') || observed('exitEnd');
+      const before = keep ? native.report().length : 0;
       native.closeAll(run.layer, run.markExiting, run.exitCode);
-      if (run.explicit) run.entries.push(...native.report().slice(before));
+      if (keep) {
+        const added = native.report().slice(before);
+        run.entries.push(...added);
+        for (const entry of added) reportClosed(entry);
+      }
     }
   }
   run.done = true;
@@ -138,6 +151,7 @@ export function runCloses(
   layer: string,
   markExiting: boolean,
   exitCode: number | undefined,
+  drained?: Map<JsEntry, boolean>,
 ): CloseReportEntry[] {
   const state = coreState();
   if (markExiting) markRealmExiting();
@@ -156,6 +170,7 @@ export function runCloses(
     watched: native !== undefined && mainThread(),
     deadline: inForce ? performance.now() + inForce.timeoutMs : 0,
     report: inForce ? inForce.report : 'off',
+    drained,
     queue,
     next: 0,
     current: undefined,
@@ -202,7 +217,10 @@ function onExit(code: unknown, how: 'process.exit' | 'process.reallyExit'): void
   if (state.exitLayerRan) return;
   state.exitLayerRan = true;
   const layer = !mainThread() ? 'worker-exit' : how === 'process.exit' ? 'js-exit' : 'really-exit';
-  runCloses(layer, true, exitCode);
+  const start = performance.now();
+  reportExitStart({ layer, code: exitCode });
+  const entries = runCloses(layer, true, exitCode);
+  reportExitEnd({ layer, code: exitCode }, performance.now() - start, entries);
 }
 
 function onExitEvent(code: unknown): void {
@@ -252,4 +270,6 @@ export function installExitHooks(): void {
       'DEVEXIT_LAYER_NOT_ARMED',
     );
   }
+  // DEVEXIT_SIGNALS: from the first registration on, a signal drains and closes first.
+  if (mainThread()) installSignals(realmSettings().signals);
 }

@@ -1,4 +1,6 @@
+export { abortError, checkSignal, withAbort } from './abort.js';
 export {
+  type AbortOptions,
   type ArgKind,
   type Backend,
   BUILTIN_KERNEL_SIGNATURES,
@@ -13,7 +15,7 @@ export {
   type ProbeResult,
   type Queue,
 } from './backend.js';
-export { configure, currentConfig, type DevexitConfig } from './config.js';
+export { type CurrentConfig, configure, currentConfig, type DevexitConfig } from './config.js';
 export {
   BUILTIN_DEVICE_TYPES,
   checkDeviceId,
@@ -25,6 +27,13 @@ export {
   formatDeviceId,
 } from './deviceId.js';
 export {
+  CHANNELS,
+  type DevexitLogger,
+  type ExitEvent,
+  reportRegistered,
+} from './diagnostics.js';
+export {
+  AbortError,
   DevexitError,
   type DevexitErrorCode,
   deviceClosedError,
@@ -34,6 +43,7 @@ export {
   unavailableError,
 } from './errors.js';
 export {
+  type CloseAtExitOptions,
   type CloseServicesOptions,
   closeAtExit,
   closeServices,
@@ -45,8 +55,9 @@ export {
 import { isExiting as isExitingImpl } from './exiting.js';
 
 /**
- * True once the process began closing services for exit. A data property, not a re-export
- * getter: it is called on hot paths (every enqueue), and a getter costs more than the read.
+ * True once the process began closing services for exit, or shutdown() began. A data property,
+ * not a re-export getter: it is called on hot paths (every enqueue), and a getter costs more than
+ * the read.
  */
 export const isExiting: () => boolean = isExitingImpl;
 export { type CloseReportEntry, formatReportLine, parseReportLines } from './report.js';
@@ -59,9 +70,12 @@ export {
   parseSettings,
   type ReportMode,
   type Settings,
+  SHUTDOWN_SIGNALS,
+  type ShutdownSignal,
   settings,
   TIMEOUT_MS_RANGE,
 } from './settings.js';
+export { type ShutdownOptions, shutdown } from './shutdown.js';
 export type { NativeBridge, SettingsUpdate } from './state.js';
 export {
   type ArgumentErrorCode,

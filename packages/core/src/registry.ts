@@ -1,4 +1,5 @@
 import { checkDeviceId, checkName, type DeviceId, deviceTypeName } from './deviceId.js';
+import { reportRegistered, warn } from './diagnostics.js';
 import { exitingError, ServiceCloseError } from './errors.js';
 import { isExiting, syncCopies } from './exiting.js';
 import { installExitHooks, runCloses } from './exitLayer.js';
@@ -9,26 +10,52 @@ import { checkOptions, invalidType } from './validate.js';
 
 const key = (type: number, index: number, service: string) => `${type}:${index}:${service}`;
 
+export interface CloseAtExitOptions {
+  /**
+   * For shutdown(): finishes the service's queued work (settling its promises with their
+   * results) before `close` runs. May return a promise; it is awaited until the deadline, or
+   * until `signal` aborts (the drain was cut short: stop waiting). Exits never call it.
+   */
+  drain?: (signal: AbortSignal) => unknown;
+}
+
 /**
  * Registers `close` for (device, serviceType), to run once before native runtimes tear down at
- * exit (or on closeServices()). Once per key: a later call for the same key is a no-op and
- * returns false. Throws ERR_DEVEXIT_EXITING once the process is exiting.
+ * exit (or on closeServices() or shutdown()). Once per key: a later call for the same key is a
+ * no-op and returns false. Throws ERR_DEVEXIT_EXITING once the process is exiting.
  *
  * The close runs synchronously on the JS thread, before the application's 'exit' listeners: it
  * must not need the event loop. A close that returns a promise is reported as an error (nothing
  * awaits it at exit). Native services register through devexit.h instead.
  */
-export function closeAtExit(device: DeviceId, serviceType: string, close: () => void): boolean {
+export function closeAtExit(
+  device: DeviceId,
+  serviceType: string,
+  close: () => void,
+  options?: CloseAtExitOptions,
+): boolean {
   const id = checkDeviceId(device, 'device');
   checkName(serviceType, 'serviceType');
   if (typeof close !== 'function') throw invalidType('close', 'a function', close);
+  const o = checkOptions(options, 'closeAtExit() options', ['drain']);
+  if (o.drain !== undefined && typeof o.drain !== 'function')
+    throw invalidType('drain', 'a function', o.drain);
   const state = coreState();
   if (isExiting())
     throw exitingError(`register a close for ${deviceTypeName(id.type)}:${id.index}/${serviceType}`);
   const k = key(id.type, id.index, serviceType);
   if (state.entries.has(k)) return false;
-  state.entries.set(k, { type: id.type, index: id.index, service: serviceType, close, seq: ++state.seq });
+  const drain = o.drain as CloseAtExitOptions['drain'];
+  state.entries.set(k, {
+    type: id.type,
+    index: id.index,
+    service: serviceType,
+    close,
+    seq: ++state.seq,
+    drain,
+  });
   installExitHooks();
+  reportRegistered(id, serviceType, 'js');
   return true;
 }
 
@@ -51,8 +78,8 @@ export interface CloseServicesOptions {
 }
 
 /**
- * Closes every registered service now, JS and native, and returns what ran. For graceful
- * shutdown and tests. Failures are emitted as process warnings (ServiceCloseError). Options are
+ * Closes every registered service now, JS and native, dropping queued work, and returns what
+ * ran (shutdown() drains first). For tests and abrupt shutdowns. Failures are emitted as process warnings (ServiceCloseError). Options are
  * checked before anything changes (ERR_INVALID_ARG_TYPE, ERR_INVALID_ARG_VALUE). Called from
  * inside a close, it does nothing (the closes are already running).
  */
@@ -61,11 +88,17 @@ export function closeServices(options?: CloseServicesOptions): CloseReportEntry[
   if (o.final !== undefined && typeof o.final !== 'boolean') throw invalidType('final', 'a boolean', o.final);
   const state = coreState();
   if (state.run && !state.run.done) return [];
+  // During shutdown(): its closes are the ones; close now instead of draining.
+  const shutdown = state.shutdown;
+  if (shutdown && !shutdown.done) {
+    shutdown.hurry();
+    return [];
+  }
   const entries = runCloses('explicit', o.final ?? true, undefined);
   for (const e of entries) {
     if (e.outcome !== 'ok') {
       const device = { type: e.device.typeId, index: e.device.index };
-      process.emitWarning(new ServiceCloseError(device, e.service, new Error(e.error ?? e.outcome)));
+      warn(new ServiceCloseError(device, e.service, new Error(e.error ?? e.outcome)));
     }
   }
   return entries;

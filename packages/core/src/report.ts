@@ -10,6 +10,13 @@ export interface CloseReportEntry {
   outcome: 'ok' | 'error' | 'timeout';
   pid: number;
   error?: string;
+  /**
+   * shutdown() only, when the service says: true when its queued work all ran before the
+   * deadline; false when what was left was dropped (or a JS drain did not finish).
+   */
+  drained?: boolean;
+  /** shutdown() only, native services: how many queued commands were dropped. */
+  dropped?: number;
 }
 
 /**
@@ -20,19 +27,6 @@ export function formatReportLine(entry: CloseReportEntry, mode: ReportMode): str
   if (mode === 'json') return `devexit:report ${JSON.stringify(entry)}`;
   const dev = `${entry.device.type}:${entry.device.index}/${entry.service}`;
   return `devexit: ${entry.outcome} ${dev} in ${entry.ms.toFixed(2)} ms (${entry.layer})`;
-}
-
-/**
- * What is printed for a close: the report line on request (DEVEXIT_REPORT), and a failure line
- * at exit (closeServices() reports failures through warnings instead).
- */
-export function reportText(entry: CloseReportEntry, mode: ReportMode, failures: boolean): string {
-  let text = '';
-  if (failures && entry.outcome === 'error') {
-    text += `devexit: close of ${entry.device.type}:${entry.device.index}/${entry.service} failed: ${entry.error}\n`;
-  }
-  if (mode !== 'off') text += `${formatReportLine(entry, mode)}\n`;
-  return text;
 }
 
 /** Parses `devexit:report {...}` lines out of a child's stderr (tests and tools). */

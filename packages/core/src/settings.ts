@@ -1,3 +1,4 @@
+import { devexitWarning, warn } from './diagnostics.js';
 import { coreState } from './state.js';
 
 /**
@@ -16,11 +17,17 @@ import { coreState } from './state.js';
  * - DEVEXIT_ON_TIMEOUT: exit (default) or warn.
  * - DEVEXIT_REPORT: 0, off, false or no (default); 1, on, true, yes or text for one readable line
  *   per close at exit; json for `devexit:report {...}` lines.
+ * - DEVEXIT_SIGNALS: signals on which the main thread runs shutdown() and then ends by the
+ *   signal: a comma-separated list of SIGINT, SIGTERM, SIGHUP (the SIG prefix optional); 1, on,
+ *   true or yes for SIGINT,SIGTERM; 0, off, false, no or none (default) for none. This realm's own.
  * Every value that is ignored, or clamped, warns once (a process warning, DEVEXIT_SETTING).
  */
 
 export type OnTimeout = 'exit' | 'warn';
 export type ReportMode = 'off' | 'text' | 'json';
+/** Signals on which devexit can drain and close, then end the process by the signal. */
+export type ShutdownSignal = 'SIGINT' | 'SIGTERM' | 'SIGHUP';
+export const SHUTDOWN_SIGNALS: readonly ShutdownSignal[] = Object.freeze(['SIGINT', 'SIGTERM', 'SIGHUP']);
 
 export interface Layers {
   /** The JS layer: process.emit('exit') and process.reallyExit (main thread and Workers). */
@@ -38,6 +45,8 @@ export interface Settings {
   readonly onTimeout: OnTimeout;
   readonly layers: Layers;
   readonly report: ReportMode;
+  /** Signals that run shutdown() on the main thread (this realm's: signals are not process-wide settings). */
+  readonly signals: readonly ShutdownSignal[];
   /** Where each value came from, as warnings name it: 'DEVEXIT_TIMEOUT_MS=500', 'the default'. */
   readonly sources: { readonly timeoutMs: string; readonly onTimeout: string };
 }
@@ -91,6 +100,33 @@ function readLayers(raw: string | undefined, warnings: string[]): Layers | undef
     }
   }
   return Object.freeze(layers);
+}
+
+const NO_SIGNALS: readonly ShutdownSignal[] = Object.freeze([]);
+const DEFAULT_ON_SIGNALS: readonly ShutdownSignal[] = Object.freeze(['SIGINT', 'SIGTERM']);
+
+function readSignals(raw: string | undefined, warnings: string[]): readonly ShutdownSignal[] {
+  const value = raw?.trim().toUpperCase();
+  if (!value) return NO_SIGNALS;
+  const word = value.toLowerCase();
+  if (OFF.has(word) || word === 'none') return NO_SIGNALS;
+  if (ON.has(word)) return DEFAULT_ON_SIGNALS;
+  const out: ShutdownSignal[] = [];
+  for (const name of value.split(',').map((w) => w.trim())) {
+    const full = (name.startsWith('SIG') ? name : `SIG${name}`) as ShutdownSignal;
+    if (!SHUTDOWN_SIGNALS.includes(full)) {
+      warnings.push(
+        ignored(
+          'DEVEXIT_SIGNALS',
+          raw ?? '',
+          `a comma-separated list of ${SHUTDOWN_SIGNALS.join(', ')}, or none`,
+        ),
+      );
+      return NO_SIGNALS;
+    }
+    if (!out.includes(full)) out.push(full);
+  }
+  return Object.freeze(out);
 }
 
 /**
@@ -175,11 +211,14 @@ export function parseSettings(env: Readonly<Record<string, string | undefined>>)
     layers = NO_LAYERS;
   }
 
+  const signals = readSignals(env.DEVEXIT_SIGNALS, warnings);
+
   const settings: Settings = Object.freeze({
     timeoutMs,
     onTimeout,
     layers,
     report,
+    signals,
     sources: Object.freeze({ timeoutMs: timeoutSource, onTimeout: onTimeoutSource }),
   });
   return { settings, warnings };
@@ -193,11 +232,7 @@ export function warnOnce(text: string, code = 'DEVEXIT_SETTING'): void {
   const state = coreState();
   if (state.warned.has(text)) return;
   state.warned.add(text);
-  try {
-    process.emitWarning(text, { type: 'DevexitWarning', code });
-  } catch {
-    // No way to warn: nothing else to do.
-  }
+  warn(devexitWarning(text, code));
 }
 
 /** This realm's settings: the environment's, then configure()'s. Parsed once, warnings once. */
@@ -217,7 +252,8 @@ export function realmSettings(): Settings {
  */
 export function settings(): Settings {
   const native = coreState().native;
-  return native ? native.settings() : realmSettings();
+  if (!native) return realmSettings();
+  return { ...native.settings(), signals: realmSettings().signals };
 }
 
 /**

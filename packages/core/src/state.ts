@@ -1,3 +1,4 @@
+import type { DevexitLogger } from './diagnostics.js';
 import type { CloseReportEntry } from './report.js';
 import type { Layers, OnTimeout, ReportMode, Settings } from './settings.js';
 
@@ -23,14 +24,26 @@ export interface NativeBridge {
   /** Runs the native closes from this JS thread; exitCode: the exit's (a deadline may end it). */
   closeAll(layer: string, markExiting: boolean, exitCode?: number): number;
   applySettings(update: SettingsUpdate): void;
-  /** The settings in force in the process (the registry owner's). */
-  settings(): Settings;
+  /** The settings in force in the process (the registry owner's); signals are each realm's own. */
+  settings(): Omit<Settings, 'signals'>;
   report(): CloseReportEntry[];
   forget(type: number, index: number, service: string): number;
   /** A JS close starts (main thread): the native watchdog bounds it by the deadline. exitCode < 0: explicit. */
   jsCloseBegin(layer: string, exitCode: number, type: number, index: number, service: string): void;
   /** It returned (or a nested exit abandoned it): true if past the deadline. */
   jsCloseEnd(): boolean;
+  // ---- shutdown() (absent in older copies, or false/undefined when the registry's owner is one) ----
+  /** Refuses new work process-wide; JS stays reachable for completions. */
+  beginShutdown?(): boolean;
+  /**
+   * Every native close on a helper thread, layer 'shutdown': services finish their queues for up
+   * to drainMs. Undefined when the owner cannot (then closeAll).
+   */
+  closeAsync?(layer: string, drainMs: number): Promise<CloseReportEntry[]> | undefined;
+  /** Cuts every drain in progress short: what is left is dropped and closed. */
+  hurryShutdown?(): void;
+  /** The exit layers, as @devexit/native's guardState() tells them (for tools). */
+  guardState?(): unknown;
   /** Whether this realm runs on the process's main thread (undefined: ask worker_threads). */
   isMainThread?(): boolean | undefined;
 }
@@ -41,6 +54,19 @@ export interface JsEntry {
   service: string;
   close: () => unknown;
   seq: number;
+  /** shutdown(): finishes the service's queued work first (closeAtExit's options.drain). */
+  drain?: ((signal: AbortSignal) => unknown) | undefined;
+}
+
+/** A shutdown() in progress or done, in this realm. */
+export interface ShutdownRun {
+  promise: Promise<CloseReportEntry[]>;
+  /** Skips the rest of the drain: what is left is dropped and closed. */
+  hurry(): void;
+  hurried: boolean;
+  done: boolean;
+  /** The signal that started it, if one did. */
+  signal: string | undefined;
 }
 
 /** The JS closes being run, so that an exit called from inside one continues them. */
@@ -57,6 +83,8 @@ export interface CloseRun {
   deadline: number;
   /** DEVEXIT_REPORT in force: what the exit layer prints per close. */
   report: ReportMode;
+  /** shutdown(): whether each JS close's drain finished before the deadline. */
+  drained: Map<JsEntry, boolean> | undefined;
   queue: JsEntry[];
   next: number;
   current: JsEntry | undefined;
@@ -86,6 +114,13 @@ export interface CoreState {
   hooksInstalled: boolean;
   /** One per copy of core in this realm: refreshes that copy's isExiting() variables (exiting.ts). */
   syncs: Array<(state: CoreState) => void>;
+  // Added later: a state made by an older copy lacks them (read with ?? / optional).
+  /** shutdown() of this realm, once called. */
+  shutdown?: ShutdownRun | undefined;
+  /** configure({ logger }): every warning goes there. */
+  logger?: DevexitLogger | undefined;
+  /** The signal listeners devexit installed (signal -> listener). */
+  signalListeners?: Map<string, (signal: NodeJS.Signals) => void>;
 }
 
 // @3: the shape changed (@2 had no syncs); an older core in the same realm keeps its own state.

@@ -18,7 +18,7 @@ describe('the native bridge', () => {
     let flag = false;
     const calls: string[] = [];
     const pushed: SettingsUpdate[] = [];
-    let inForce: Settings = {
+    let inForce: Omit<Settings, 'signals'> = {
       timeoutMs: 1234,
       onTimeout: 'warn',
       layers: { js: true, tls: true, atexit: true },
@@ -65,7 +65,7 @@ describe('the native bridge', () => {
       },
     ]);
     // What is in force is the registry's, not this realm's.
-    expect(currentConfig()).toEqual({ timeoutMs: 1234, onTimeout: 'warn' });
+    expect(currentConfig()).toEqual({ timeoutMs: 1234, onTimeout: 'warn', signals: [] });
     configure({ timeoutMs: 700 });
     expect(pushed[1]).toEqual({
       origin: 'api',

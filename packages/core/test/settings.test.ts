@@ -14,6 +14,7 @@ describe('DEVEXIT_* grammar (parseSettings)', () => {
         onTimeout: 'exit',
         layers: all,
         report: 'off',
+        signals: [],
         sources: { timeoutMs: 'the default', onTimeout: 'the default' },
       },
       warnings: [],
@@ -67,6 +68,28 @@ describe('DEVEXIT_* grammar (parseSettings)', () => {
       settings: { timeoutMs: ms, sources: { timeoutMs: source } },
       warnings: [],
     });
+  });
+
+  it.each([
+    ['', []],
+    ['off', []],
+    ['none', []],
+    ['on', ['SIGINT', 'SIGTERM']],
+    ['SIGTERM', ['SIGTERM']],
+    [' sigint , TERM,SIGINT', ['SIGINT', 'SIGTERM']],
+    ['hup', ['SIGHUP']],
+  ])('DEVEXIT_SIGNALS=%j', (value, signals) => {
+    expect(parseSettings({ DEVEXIT_SIGNALS: value })).toMatchObject({ settings: { signals }, warnings: [] });
+  });
+
+  it('DEVEXIT_SIGNALS naming a signal devexit does not take (SIGKILL, SIGUSR1) is ignored as a whole, with a warning', () => {
+    for (const value of ['SIGTERM,SIGKILL', 'SIGUSR1']) {
+      const { settings, warnings } = parseSettings({ DEVEXIT_SIGNALS: value });
+      expect(settings.signals).toEqual([]);
+      expect(warnings).toEqual([
+        `devexit: ignoring DEVEXIT_SIGNALS="${value}": expected a comma-separated list of SIGINT, SIGTERM, SIGHUP, or none`,
+      ]);
+    }
   });
 
   it('deadlines outside 1..2147483647 ms are clamped, with a warning', () => {

@@ -42,8 +42,12 @@ int Compiler::Open(std::string *error) {
 
 int Compiler::Close(const devexit::CloseContext &ctx, std::string *error) {
   return close_.Run(ctx.deadline_ns, error, [&](std::string *why) {
-    bool joined = Stop(devexit::StopMode::kDrop, ctx, why);
+    size_t dropped = 0;
+    // shutdown(): the compiles queued so far run first (bounded by its drain deadline).
+    bool joined = ctx.finish ? Finish(ctx, why, &dropped) : Stop(devexit::StopMode::kDrop, ctx, why);
     if (ctx.js_alive) devexit::Realms::Get().NotifyClosed(id_.index, "compiler", true);
+    if (joined && ctx.finish && ctx.note)
+      *ctx.note = dropped ? DEVEXIT_NOTE_DROPPED + std::to_string(dropped) : DEVEXIT_NOTE_DRAINED;
     return joined ? 0 : 1;
   });
 }
@@ -82,7 +86,7 @@ void Compiler::Execute(CompileCommand &c) {
     case CompileCommand::Kind::kDrained: {
       auto *out = new devexit::Completion();
       out->id = c.completion;
-      if (c.sink) c.sink->Deliver(out);
+      if (c.sink) c.sink->Deliver(out, closing_with_js());
       else delete out;
       break;
     }
@@ -119,7 +123,7 @@ void Compiler::Compile(CompileCommand &c) {
       out->error_name = r.name;
     }
   }
-  if (c.sink) c.sink->Deliver(out);
+  if (c.sink) c.sink->Deliver(out, closing_with_js());
   else delete out;
 }
 

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -113,6 +114,36 @@ std::string NvrtcErrorName(const NvrtcApi *api, nvrtcResult r) {
   return "NVRTC_ERROR_UNKNOWN_" + std::to_string(r);
 }
 
+namespace {
+
+// NVRTC 11 installs SIGINT and SIGTERM handlers of its own during its first compile and then puts
+// the previous ones back with signal(), which drops their flags. Node's handler for both ends the
+// process by raising the signal again, and relies on SA_RESETHAND to find the default action
+// then: without it, it re-enters itself and the process never ends (measured: a cuda child that
+// compiled survived SIGTERM in 9 of 10 runs). Put back what was there, flags and all, unless
+// someone installed another handler meanwhile (a JS listener on another thread).
+class SignalFlagsGuard {
+ public:
+  SignalFlagsGuard() {
+    for (int i = 0; i < 2; i++) ok_[i] = sigaction(kSignals[i], nullptr, &saved_[i]) == 0;
+  }
+  ~SignalFlagsGuard() {
+    for (int i = 0; i < 2; i++) {
+      struct sigaction now;
+      if (!ok_[i] || sigaction(kSignals[i], nullptr, &now) != 0) continue;
+      const bool same_handler = reinterpret_cast<void *>(now.sa_handler) == reinterpret_cast<void *>(saved_[i].sa_handler);
+      if (same_handler && now.sa_flags != saved_[i].sa_flags) sigaction(kSignals[i], &saved_[i], nullptr);
+    }
+  }
+
+ private:
+  static constexpr int kSignals[2] = {SIGINT, SIGTERM};
+  struct sigaction saved_[2];
+  bool ok_[2] = {false, false};
+};
+
+}  // namespace
+
 CompileResult CompileToPtx(const NvrtcApi *api, const std::string &source, const std::string &name,
                            const std::vector<std::string> &options) {
   CompileResult r;
@@ -129,7 +160,10 @@ CompileResult CompileToPtx(const NvrtcApi *api, const std::string &source, const
   }
   std::vector<const char *> opts;
   for (const std::string &o : options) opts.push_back(o.c_str());
-  rc = api->nvrtcCompileProgram(prog, static_cast<int>(opts.size()), opts.data());
+  {
+    SignalFlagsGuard guard;
+    rc = api->nvrtcCompileProgram(prog, static_cast<int>(opts.size()), opts.data());
+  }
   size_t log_size = 0;
   if (api->nvrtcGetProgramLogSize(prog, &log_size) == 0 && log_size > 1) {
     r.log.resize(log_size);

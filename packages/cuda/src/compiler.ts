@@ -1,5 +1,13 @@
 import { argError, backendError, checkOptions, Status, statusError } from '@devexit/backend';
-import { type DeviceId, deviceClosedError, deviceId, exitingError, isExiting } from '@devexit/core';
+import {
+  abortError,
+  checkSignal,
+  type DeviceId,
+  deviceClosedError,
+  deviceId,
+  exitingError,
+  isExiting,
+} from '@devexit/core';
 import { cudaAddon, type NativeCompilerState } from './addon.js';
 import { ARCH } from './kernels.js';
 import { onServiceClosed, realm } from './realm.js';
@@ -11,6 +19,8 @@ export interface CompileOptions {
   options?: readonly string[];
   /** The program's file name in the log. Default "program.cu". */
   name?: string;
+  /** Stops waiting: rejects with an AbortError; the compile itself runs on, its result dropped. */
+  signal?: AbortSignal;
 }
 
 export interface CompilerOptions {
@@ -55,6 +65,7 @@ export function compileChecked(
   name: string,
   options: string[],
   builtinArch = '',
+  signal?: AbortSignal,
 ): Promise<string> {
   start(0, 0);
   const addon = cudaAddon();
@@ -63,11 +74,15 @@ export function compileChecked(
     where('compile'),
     (n) => addon.compile(source, name, options, builtinArch, n),
     (r) => Buffer.from(r.data ?? new Uint8Array(0)).toString('utf8'),
+    signal,
   );
 }
 
 /** Checks compile()'s arguments; the NVRTC options they make. */
-export function compileArgs(source: unknown, options: unknown): { name: string; options: string[] } {
+export function compileArgs(
+  source: unknown,
+  options: unknown,
+): { name: string; options: string[]; signal: AbortSignal | undefined } {
   if (typeof source !== 'string' || source.length === 0)
     throw argError('source', 'CUDA C++ source (a non-empty string)', source, typeof source !== 'string');
   const o = checkOptions<CompileOptions>(options);
@@ -84,7 +99,12 @@ export function compileArgs(source: unknown, options: unknown): { name: string; 
   const name: unknown = o.name ?? 'program.cu';
   if (typeof name !== 'string' || !/^[^\0/]{1,255}$/.test(name))
     throw argError('options.name', 'a file name', name, typeof name !== 'string');
-  return { name, options: [...(o.arch ? [`--gpu-architecture=${o.arch}`] : []), ...(extra as string[])] };
+  const signal = checkSignal(o.signal);
+  return {
+    name,
+    options: [...(o.arch ? [`--gpu-architecture=${o.arch}`] : []), ...(extra as string[])],
+    signal,
+  };
 }
 
 /**
@@ -94,7 +114,8 @@ export function compileArgs(source: unknown, options: unknown): { name: string; 
  */
 export async function compile(source: string, options: CompileOptions = {}): Promise<string> {
   const args = compileArgs(source, options);
-  return compileChecked(source, args.name, args.options);
+  if (args.signal?.aborted) throw abortError(args.signal, 'compile');
+  return compileChecked(source, args.name, args.options, '', args.signal);
 }
 
 /**

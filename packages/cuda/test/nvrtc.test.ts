@@ -29,6 +29,26 @@ async function timed(source: string, options: CompileOptions): Promise<[string, 
 describe('cuda: NVRTC (real libnvrtc)', () => {
   if (why) return skipped(why);
 
+  it('compile(src, { signal }): aborted before or during the compile it rejects with an AbortError; the compiler goes on (real NVRTC)', async () => {
+    const source = (await import('@devexit/cuda')).builtinKernelSource();
+    expect(
+      await failure(() => compile(source, { arch: 'sm_90', signal: AbortSignal.abort() })),
+    ).toMatchObject({
+      name: 'AbortError',
+      code: 'ABORT_ERR',
+    });
+    for (let i = 0; i < 3; i++) {
+      const ac = new AbortController();
+      const pending = compile(source, { arch: 'sm_90', signal: ac.signal });
+      setTimeout(() => ac.abort(new Error('too slow')), 2);
+      expect(await failure(() => pending)).toMatchObject({
+        name: 'AbortError',
+        cause: { message: 'too slow' },
+      });
+    }
+    expect(await compile(source, { arch: 'sm_90' })).toMatch(/\.target sm_90/);
+  });
+
   it('compile(src, { arch: "sm_90" }) returns PTX for sm_90; the first compile and later ones, timed (real NVRTC)', async () => {
     const { backend } = await import('@devexit/cuda');
     const p = await backend.probe();

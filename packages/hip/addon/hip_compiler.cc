@@ -30,7 +30,12 @@ int HipCompiler::Open(std::string *error) {
 
 int HipCompiler::Close(const devexit::CloseContext &ctx, std::string *error) {
   return close_.Run(ctx.deadline_ns, error, [&](std::string *why) {
-    return Stop(devexit::StopMode::kDrop, ctx, why) ? 0 : 1;
+    size_t dropped = 0;
+    // shutdown(): the compiles queued so far run first (bounded by its drain deadline).
+    bool joined = ctx.finish ? Finish(ctx, why, &dropped) : Stop(devexit::StopMode::kDrop, ctx, why);
+    if (joined && ctx.finish && ctx.note)
+      *ctx.note = dropped ? DEVEXIT_NOTE_DROPPED + std::to_string(dropped) : DEVEXIT_NOTE_DRAINED;
+    return joined ? 0 : 1;
   });
 }
 
@@ -80,7 +85,7 @@ void HipCompiler::Execute(CompileJob &job) {
     out->error = r.error;
     out->error_name = r.name;
   }
-  if (job.sink) job.sink->Deliver(out);
+  if (job.sink) job.sink->Deliver(out, closing_with_js());
   else delete out;
 }
 

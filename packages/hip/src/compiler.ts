@@ -1,5 +1,13 @@
 import { argError, checkInteger, checkOptions } from '@devexit/backend';
-import { type DeviceId, deviceId, exitingError, isExiting, unavailableError } from '@devexit/core';
+import {
+  abortError,
+  checkSignal,
+  type DeviceId,
+  deviceId,
+  exitingError,
+  isExiting,
+  unavailableError,
+} from '@devexit/core';
 import { hipAddon, isRefusal, type NativeCompilerState } from './addon.js';
 import { hipBackendError, refusalError } from './errors.js';
 import { addon, realm } from './realm.js';
@@ -11,6 +19,8 @@ export interface CompileOptions {
   options?: readonly string[];
   /** The program's file name in diagnostics. */
   name?: string;
+  /** Stops waiting: rejects with an AbortError; the compile itself runs on, its result dropped. */
+  signal?: AbortSignal;
 }
 
 export interface CompilerOptions {
@@ -42,7 +52,9 @@ export function compileOn(device: number, source: unknown, options: CompileOptio
   if (options.name !== undefined && typeof options.name !== 'string') {
     throw argError('options.name', 'a file name (a string)', options.name, true);
   }
+  const signal = checkSignal(options.signal);
   if (isExiting()) throw exitingError('compile');
+  if (signal?.aborted) return Promise.reject(abortError(signal, 'compile'));
   const a = addon();
   const args = [...(options.arch ? [`--offload-arch=${options.arch}`] : []), ...(extra as string[])];
   const where = { backend: 'hip', device: host(), what: 'compile' };
@@ -55,6 +67,7 @@ export function compileOn(device: number, source: unknown, options: CompileOptio
       return r;
     },
     (r) => r.data ?? new Uint8Array(0),
+    signal,
   );
 }
 

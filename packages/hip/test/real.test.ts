@@ -48,6 +48,20 @@ describe('hip on the real libamdhip64', () => {
     });
   }
 
+  it('compile(src, { signal }): aborted before or during the hiprtc compile it rejects with an AbortError; the compiler goes on', async (ctx) => {
+    await real(ctx);
+    const src = builtinKernelSource();
+    expect(await failure(() => compile(src, { arch: 'gfx90a', signal: AbortSignal.abort() }))).toMatchObject({
+      name: 'AbortError',
+      code: 'ABORT_ERR',
+    });
+    const ac = new AbortController();
+    const pending = compile(src, { arch: 'gfx90a', signal: ac.signal });
+    setTimeout(() => ac.abort(), 2);
+    expect(await failure(() => pending)).toMatchObject({ name: 'AbortError' });
+    expect((await compile(src, { arch: 'gfx90a' })).length).toBeGreaterThan(1000);
+  });
+
   it('targets that abort ROCm 5.x comgr (gfx1100, gfx942) are refused with a clear error, the process lives on', async (ctx) => {
     const realProbe = await real(ctx);
     const v = realProbe.versions?.runtime ?? '0';

@@ -5,6 +5,8 @@
 #include <napi.h>
 
 #include <cstddef>
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include "internal.h"
@@ -15,6 +17,11 @@ namespace {
 bool HostV2() {
   const devexit_host_v1 *h = Host();
   return h->abi_version >= 2 && h->struct_size >= offsetof(devexit_host_v1, take_warnings) + sizeof h->take_warnings;
+}
+
+bool HostV3() {
+  const devexit_host_v1 *h = Host();
+  return h->abi_version >= 3 && h->struct_size >= offsetof(devexit_host_v1, hurry_shutdown) + sizeof h->hurry_shutdown;
 }
 
 // Reads one of the registry's texts (report_json, state_json, take_warnings): length, then text.
@@ -39,8 +46,89 @@ int32_t IntArg(const Napi::CallbackInfo &info, size_t i, int32_t fallback) {
   return info.Length() > i && info[i].IsNumber() ? info[i].As<Napi::Number>().Int32Value() : fallback;
 }
 
+// The exiting word, as the view reads it: shutdown() counts (no new work), not only the exit.
 Napi::Value IsExiting(const Napi::CallbackInfo &info) {
-  return Napi::Boolean::New(info.Env(), Registry()->is_exiting() != 0);
+  return Napi::Boolean::New(info.Env(), *Host()->exiting_flag != 0);
+}
+
+// shutdown(), step 1: refuse new work process-wide, JS still reachable. false: the registry's
+// owner is an older copy without it.
+Napi::Value BindBeginShutdown(const Napi::CallbackInfo &info) {
+  if (!HostV3()) return Napi::Boolean::New(info.Env(), false);
+  Host()->begin_shutdown();
+  return Napi::Boolean::New(info.Env(), true);
+}
+
+// Where close_async's answer goes: a thread-safe function that holds the event loop open while
+// the closes run (shutdown() is awaited). A Worker may end first: its environment's cleanup
+// deletes the function, so a cleanup hook (added after it, so it runs first) marks it gone.
+struct AsyncClose {
+  std::mutex mu;
+  bool alive = true;
+  Napi::ThreadSafeFunction tsfn;
+};
+
+struct AsyncResult {
+  int failures;
+  std::string report;
+};
+
+void AsyncCloseEnvGone(void *arg) {
+  auto *holder = static_cast<std::shared_ptr<AsyncClose> *>(arg);
+  {
+    std::lock_guard<std::mutex> lock((*holder)->mu);
+    (*holder)->alive = false;
+  }
+  delete holder;
+}
+
+void AsyncCloseDone(void *ctx, int failures, const char *report_json) {
+  std::unique_ptr<std::shared_ptr<AsyncClose>> holder(static_cast<std::shared_ptr<AsyncClose> *>(ctx));
+  AsyncClose &pending = **holder;
+  std::lock_guard<std::mutex> lock(pending.mu);
+  if (!pending.alive) return;
+  pending.alive = false;  // answered: the cleanup hook has nothing left to do
+  auto *result = new AsyncResult{failures, report_json ? report_json : ""};
+  const napi_status st = pending.tsfn.NonBlockingCall(result, [](Napi::Env env, Napi::Function fn, AsyncResult *r) {
+    std::unique_ptr<AsyncResult> owned(r);
+    if (env == nullptr || fn.IsEmpty()) return;
+    fn.Call({Napi::Number::New(env, r->failures), Napi::String::New(env, r->report)});
+  });
+  if (st != napi_ok) delete result;
+  pending.tsfn.Release();
+}
+
+// closeAsync(layer, drainMs, done(failures, reportJson)): shutdown(), step 2 — every native
+// close on a helper thread; services finish their queues for up to drainMs. false: the owner is
+// an older copy without it (use closeAll).
+Napi::Value BindCloseAsync(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  if (!HostV3()) return Napi::Boolean::New(env, false);
+  const std::string layer = StringArg(info, 0, DEVEXIT_LAYER_SHUTDOWN);
+  const double drain_ms = info.Length() > 1 && info[1].IsNumber() ? info[1].As<Napi::Number>().DoubleValue() : 0;
+  if (info.Length() < 3 || !info[2].IsFunction()) throw Napi::TypeError::New(env, "devexit: closeAsync takes a callback");
+  auto pending = std::make_shared<AsyncClose>();
+  pending->tsfn = Napi::ThreadSafeFunction::New(env, info[2].As<Napi::Function>(), "devexit-shutdown", 0, 1);
+  napi_add_env_cleanup_hook(env, AsyncCloseEnvGone, new std::shared_ptr<AsyncClose>(pending));
+  const double ms = drain_ms > 0 ? (drain_ms < 9.0e12 ? drain_ms : 9.0e12) : 0;
+  const int64_t deadline = NowNs() + static_cast<int64_t>(ms * 1e6);
+  auto *ctx = new std::shared_ptr<AsyncClose>(pending);
+  if (Host()->close_async(layer.c_str(), deadline, AsyncCloseDone, ctx) != DEVEXIT_OK) {
+    delete ctx;
+    {
+      std::lock_guard<std::mutex> lock(pending->mu);
+      pending->alive = false;
+    }
+    pending->tsfn.Release();
+    throw Napi::Error::New(env, "devexit: cannot start a thread to run the closes");
+  }
+  return Napi::Boolean::New(env, true);
+}
+
+// Ends the drains in progress: what is left is dropped and closed.
+Napi::Value BindHurryShutdown(const Napi::CallbackInfo &info) {
+  if (HostV3()) Host()->hurry_shutdown();
+  return info.Env().Undefined();
 }
 
 // A 4-byte view of the native flag, so that JS reads it without a call. Undefined where the
@@ -190,6 +278,9 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports["state"] = Napi::Function::New(env, State, "state");
   exports["armMainThread"] = Napi::Function::New(env, JsArmMainThread, "armMainThread");
   exports["setExitCode"] = Napi::Function::New(env, BindSetExitCode, "setExitCode");
+  exports["beginShutdown"] = Napi::Function::New(env, BindBeginShutdown, "beginShutdown");
+  exports["closeAsync"] = Napi::Function::New(env, BindCloseAsync, "closeAsync");
+  exports["hurryShutdown"] = Napi::Function::New(env, BindHurryShutdown, "hurryShutdown");
   exports["isMainThread"] = Napi::Function::New(env, IsMainThread, "isMainThread");
   return exports;
 }

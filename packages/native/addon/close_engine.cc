@@ -20,6 +20,7 @@ constexpr auto kEndingWait = std::chrono::seconds(5);  // a second EndProcess wa
 struct Engine {
   std::atomic<int> exit_code{-1};  // from JS (set_exit_code): for layers that cannot see it
   std::atomic<bool> ending{false};
+  std::atomic<bool> exit_began{false};  // an exit layer ran: shutdown() reports no more to JS
   std::mutex flight_mu;
   std::condition_variable flight_cv;
   int in_flight = 0;
@@ -147,7 +148,10 @@ void EndProcess(int code) {
   QuickExit(code);
 }
 
+bool ExitBegan() { return E().exit_began.load(); }
+
 int RunClose(const CloseRequest &req) {
+  if (req.on_deadline != TimeoutAction::kNone) E().exit_began.store(true);
   if (t_job) {
     // An exit layer entered from inside a close: exit() was called there. Anything else (a close
     // asking for closeAll) finds the closes already taken by the job it is part of.
@@ -180,6 +184,7 @@ int RunClose(const CloseRequest &req) {
   });
   auto job = std::make_shared<Job>();
   job->deadline_ns = deadline;
+  job->call_deadline_ns = req.call_deadline_ns;
   job->layer = req.layer;
   job->on_deadline = req.on_deadline;
   job->exit_code = req.exit_code >= 0 ? req.exit_code : -1;
@@ -206,7 +211,36 @@ int RunClose(const CloseRequest &req) {
     job->pullers = StartPullers(job, 1);
     if (job->pullers == 0) RunGroups(job, false);  // last resort
   }
-  return WaitAndConclude(job, true);
+  const int failures = WaitAndConclude(job, true);
+  if (req.lines_out) {
+    std::lock_guard<std::mutex> lock(job->mu);
+    *req.lines_out = job->lines;
+  }
+  return failures;
+}
+
+int CloseAsync(const char *layer, int64_t drain_deadline_ns, devexit_closes_done_fn done, void *ctx) {
+  std::string name = layer && layer[0] ? layer : DEVEXIT_LAYER_SHUTDOWN;
+  try {
+    std::thread([name, drain_deadline_ns, done, ctx] {
+      CloseRequest req;
+      req.layer = name.c_str();
+      // Each close drains until drain_deadline_ns; what it drops then closes within the timeout.
+      const int64_t now = NowNs();
+      const int64_t drain = drain_deadline_ns > now ? drain_deadline_ns : now;
+      const int64_t span = DeadlineFromNow() - now;
+      req.call_deadline_ns = drain;
+      req.deadline_ns = drain > INT64_MAX - span ? INT64_MAX : drain + span;
+      std::vector<ReportLine> lines;
+      req.lines_out = &lines;
+      const int failures = RunClose(req);
+      if (ExitBegan() || !done) return;  // JS may be going away: nobody to tell
+      done(ctx, failures, ReportLinesJson(lines).c_str());
+    }).detach();
+  } catch (...) {
+    return DEVEXIT_ERR_NOMEM;
+  }
+  return DEVEXIT_OK;
 }
 
 }  // namespace devexit

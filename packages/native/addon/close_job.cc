@@ -3,6 +3,7 @@
 #include "close_job.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 namespace devexit {
@@ -38,7 +39,7 @@ void RunTask(Job &job, size_t g, size_t i, bool caller) {
   call.device.type = t.key.type;
   call.device.index = t.key.index;
   call.service = t.key.service.c_str();
-  call.deadline_ns = job.deadline_ns;
+  call.deadline_ns = job.call_deadline_ns > 0 ? job.call_deadline_ns : job.deadline_ns;
   char error[256] = {0};
   call.error = error;
   call.error_size = sizeof error;
@@ -60,6 +61,7 @@ void RunTask(Job &job, size_t g, size_t i, bool caller) {
   t.end_ns = NowNs();
   t.done = true;
   if (rc != 0) t.error.assign(error, strnlen(error, sizeof error));
+  else t.note.assign(error, strnlen(error, sizeof error));
 }
 
 }  // namespace
@@ -111,6 +113,19 @@ void MaybeGrow(const std::shared_ptr<Job> &job, std::unique_lock<std::mutex> &lo
 
 namespace {
 
+// What a "shutdown" close said its drain did (devexit.h: DEVEXIT_NOTE_*).
+void ReadNote(const std::string &note, ReportLine *r) {
+  static const size_t kDroppedLen = std::strlen(DEVEXIT_NOTE_DROPPED);
+  if (note == DEVEXIT_NOTE_DRAINED) {
+    r->drained = 1;
+    r->dropped = 0;
+  } else if (note.compare(0, kDroppedLen, DEVEXIT_NOTE_DROPPED) == 0) {
+    const long long n = std::strtoll(note.c_str() + kDroppedLen, nullptr, 10);
+    r->drained = n > 0 ? 0 : 1;
+    r->dropped = n > 0 ? n : 0;
+  }
+}
+
 // `type:index/service` of every close not finished, with job.mu held.
 std::string PendingList(Job &job) {
   std::string pending;
@@ -124,7 +139,7 @@ std::string PendingList(Job &job) {
 // force (they may come from another copy of this package: the registry's owner holds them).
 std::string DeadlineText(const std::string &pending, bool end, int code, TimeoutAction action) {
   std::string out = "devexit: closing services took longer than " + TimeoutText() + "; still running: " + pending + "; ";
-  if (action == TimeoutAction::kNone) return out + "continuing: an explicit close never ends the process\n";
+  if (action == TimeoutAction::kNone) return out + "continuing: an explicit close or shutdown() never ends the process\n";
   if (!end) {
     if (OnTimeoutPolicy() == kTimeoutExit)
       return out + "continuing: this exit layer cannot see the exit code (" + PolicyText() + ")\n";
@@ -165,6 +180,7 @@ int Conclude(Job &job, bool timed_out, bool late_is_timeout) {
         } else if (t.done && !(late_is_timeout && t.end_ns > job.deadline_ns)) {
           r.outcome = t.rc == 0 ? "ok" : "error";
           if (t.rc != 0) r.error = !t.error.empty() ? t.error : "close returned " + std::to_string(t.rc);
+          else ReadNote(t.note, &r);
         } else {
           r.outcome = "timeout";
           r.error = t.done ? "finished after the deadline"
@@ -179,6 +195,10 @@ int Conclude(Job &job, bool timed_out, bool late_is_timeout) {
   // Exit layers report failures on stderr themselves; the explicit JS call through warnings.
   const bool exit_layer = job.on_deadline != TimeoutAction::kNone;
   std::string out = ReportText(lines, exit_layer);
+  {
+    std::lock_guard<std::mutex> lock(job.mu);
+    job.lines = lines;
+  }
   RecordReport(std::move(lines));
   if (!timed_out) {
     if (!out.empty()) WriteStderr(out);

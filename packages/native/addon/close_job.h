@@ -24,6 +24,7 @@ struct Task {
   bool done = false;
   int exit_status = -2;  // >= -1: the close called exit() (-1: with a status this layer cannot see)
   std::string error;     // only when the close failed
+  std::string note;      // what a successful "shutdown" close said its drain did
 };
 
 struct Job : std::enable_shared_from_this<Job> {
@@ -34,7 +35,9 @@ struct Job : std::enable_shared_from_this<Job> {
   size_t groups_done = 0;
   size_t pullers = 0;  // threads taking groups (the caller counts when it runs inline); under mu
   int64_t deadline_ns = 0;
+  int64_t call_deadline_ns = 0;  // what each close is told, when not deadline_ns (shutdown's drain)
   std::string layer;
+  std::vector<ReportLine> lines;  // the report, once concluded
   bool inline_run = false;  // the caller takes groups too (a JS thread or an explicit close)
   std::thread::id caller;
   TimeoutAction on_deadline = TimeoutAction::kNone;

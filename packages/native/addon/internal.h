@@ -53,6 +53,10 @@ struct ReportLine {
   double ms = 0;
   const char *outcome = "ok";  // "ok" | "error" | "timeout"
   std::string error;
+  // The "shutdown" layer, as the close said (DEVEXIT_NOTE_*): drained 1 (nothing dropped) or 0,
+  // and how many queued commands it dropped; -1 when it did not say.
+  int drained = -1;
+  int64_t dropped = -1;
 };
 std::string JsonEscape(const std::string &s);
 size_t CopyOut(const std::string &s, char *buf, size_t size);
@@ -63,6 +67,8 @@ std::string FormatReportLine(const ReportLine &r, ReportMode mode);
 // an explicit close reports them through JS warnings).
 std::string ReportText(const std::vector<ReportLine> &lines, bool failures);
 void RecordReport(std::vector<ReportLine> lines);
+// The lines as JSON, one per line (the report_json format).
+std::string ReportLinesJson(const std::vector<ReportLine> &lines);
 size_t ReportJson(char *buf, size_t size);
 // Warnings for @devexit/native's JS to emit once per process (a layer that could not be armed).
 void AddWarning(const std::string &text);
@@ -85,6 +91,8 @@ std::string TypeName(uint16_t type);
 // Takes every registration (marking the process exiting first if asked).
 std::vector<Taken> TakeAll(bool mark_exiting);
 void MarkExiting();
+// shutdown() began: registrations are refused (bit 1 of the exiting word), is_exiting() stays 0.
+void BeginShutdown();
 const volatile uint32_t *ExitingFlag();
 size_t PendingCount();
 const devexit_registry_v1 *OwnTable();
@@ -104,9 +112,15 @@ struct CloseRequest {
   int exit_code = -1;       // the code of the exit being closed for; < 0: unknown
   bool on_js_thread = false;  // no service runs on the caller: it may run closes itself
   int64_t deadline_ns = 0;  // 0: now + the timeout
+  int64_t call_deadline_ns = 0;  // what each close is told, when not the job's deadline (shutdown)
+  std::vector<ReportLine> *lines_out = nullptr;  // receives this job's report lines
 };
 // Runs every registered close. Returns the number of closes not ok.
 int RunClose(const CloseRequest &request);
+// Host close_async: RunClose on a new thread for shutdown(); see devexit_host.h.
+int CloseAsync(const char *layer, int64_t drain_deadline_ns, devexit_closes_done_fn done, void *ctx);
+// True once an exit layer (not an explicit close, not shutdown()) began: JS may be going away.
+bool ExitBegan();
 void StartParkedManager();
 void SetExitCode(int code);
 int KnownExitCode();

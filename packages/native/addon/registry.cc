@@ -11,6 +11,11 @@
 namespace devexit {
 namespace {
 
+// The exiting word (host exiting_flag): bit 0 exiting, bit 1 shutdown() began. Any bit refuses
+// registrations; JS reads "exiting" as non-zero.
+constexpr uint32_t kExitingBit = 1;
+constexpr uint32_t kShutdownBit = 2;
+
 // Never destroyed: exit layers run after static destructors may have started.
 struct Registrations {
   std::mutex mu;
@@ -63,7 +68,8 @@ int AbiForget(devexit_device_id device, const char *service) {
   return r.entries.Erase(device.type, device.index, std::string_view(service, len)) ? DEVEXIT_OK : DEVEXIT_NOT_FOUND;
 }
 
-int AbiIsExiting() { return Reg().exiting.load() ? 1 : 0; }
+// Bit 0 only: bit 1 (shutdown() draining) refuses registrations but keeps JS reachable.
+int AbiIsExiting() { return (Reg().exiting.load() & kExitingBit) ? 1 : 0; }
 
 int AbiDeviceType(const char *name) {
   if (!ValidName(name)) return DEVEXIT_ERR_INVALID;
@@ -118,7 +124,7 @@ std::vector<Taken> TakeAll(bool mark_exiting) {
   Registrations &r = Reg();
   std::vector<Taken> out;
   std::lock_guard<std::mutex> lock(r.mu);
-  if (mark_exiting) r.exiting.store(1);
+  if (mark_exiting) r.exiting.fetch_or(kExitingBit);
   out.reserve(r.entries.size());
   r.entries.ForEach([&](KeyTable::Record &rec) { out.push_back(Taken{rec.type, rec.index, std::move(rec.service), rec.entry}); });
   r.entries.Clear();
@@ -128,7 +134,13 @@ std::vector<Taken> TakeAll(bool mark_exiting) {
 void MarkExiting() {
   Registrations &r = Reg();
   std::lock_guard<std::mutex> lock(r.mu);
-  r.exiting.store(1);
+  r.exiting.fetch_or(kExitingBit);
+}
+
+void BeginShutdown() {
+  Registrations &r = Reg();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.exiting.fetch_or(kShutdownBit);
 }
 
 size_t PendingCount() {
@@ -173,6 +185,9 @@ const devexit_host_v1 *OwnHostTable() {
     t->js_close_begin = JsCloseBegin;
     t->js_close_end = JsCloseEnd;
     t->take_warnings = TakeGuardWarnings;
+    t->begin_shutdown = BeginShutdown;
+    t->close_async = CloseAsync;
+    t->hurry_shutdown = MarkExiting;
     return t;
   }();
   return table;

@@ -41,6 +41,8 @@ std::string LineJson(const ReportLine &r) {
                     JsonEscape(r.service) + "\",\"layer\":\"" + JsonEscape(r.layer) + "\",\"ms\":" + Ms(r.ms, "%.3f") +
                     ",\"outcome\":\"" + r.outcome + "\",\"pid\":" + std::to_string(DEVEXIT_GETPID());
   if (!r.error.empty()) out += ",\"error\":\"" + JsonEscape(r.error) + "\"";
+  if (r.drained >= 0) out += std::string(",\"drained\":") + (r.drained ? "true" : "false");
+  if (r.dropped >= 0) out += ",\"dropped\":" + std::to_string(r.dropped);
   return out + "}";
 }
 
@@ -103,6 +105,12 @@ void RecordReport(std::vector<ReportLine> lines) {
   Report &r = R();
   std::lock_guard<std::mutex> lock(r.mu);
   for (auto &l : lines) r.lines.push_back(std::move(l));
+}
+
+std::string ReportLinesJson(const std::vector<ReportLine> &lines) {
+  std::string out;
+  for (const ReportLine &l : lines) out += LineJson(l) + "\n";
+  return out;
 }
 
 size_t ReportJson(char *buf, size_t size) {

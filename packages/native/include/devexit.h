@@ -50,11 +50,24 @@ typedef struct devexit_close_call_v1 {
   int64_t deadline_ns; /* CLOCK_MONOTONIC nanoseconds: finish (or give up) by then */
   char *error;
   size_t error_size;
-  /* Who runs the close: "explicit" (closeServices() on the JS thread: the JS environment is
-   * alive and non-blocking thread-safe-function calls may settle dropped work), or an exit layer
-   * ("js-exit", "tls", "atexit", ...): nothing may call into JS any more. */
+  /* Who runs the close, and how:
+   * - "explicit": closeServices() or device.close() on a live JS thread: non-blocking
+   *   thread-safe-function calls may settle dropped work.
+   * - "shutdown" (DEVEXIT_LAYER_SHUTDOWN): @devexit/core's shutdown(), on demand or on an opt-in
+   *   signal, run on a helper thread while the JS thread stays free. JS is alive: finish the
+   *   queued work by deadline_ns, delivering its completions as usual; then drop what is left
+   *   (at once if is_exiting() turns 1 meanwhile: an exit began, or a second signal) and close
+   *   within close_deadline_ns() counted from then, as at exit. On success write into error what
+   *   the drain did: DEVEXIT_NOTE_DRAINED, or DEVEXIT_NOTE_DROPPED followed by the number of
+   *   queued commands dropped ("dropped 37"). A close that does not know this layer closes by
+   *   deadline_ns as at exit and writes nothing.
+   * - an exit layer ("js-exit", "tls", "atexit", ...): nothing may call into JS any more. */
   const char *layer;
 } devexit_close_call_v1;
+
+#define DEVEXIT_LAYER_SHUTDOWN "shutdown"
+#define DEVEXIT_NOTE_DRAINED "drained"
+#define DEVEXIT_NOTE_DROPPED "dropped "
 
 /* Returns 0 on success; anything else is a failure, described in call->error. */
 typedef int (*devexit_close_fn)(void *ctx, const devexit_close_call_v1 *call);
@@ -74,7 +87,9 @@ typedef struct devexit_registry_v1 {
    * (make it idempotent and wait on it). */
   int (*forget)(devexit_device_id device, const char *service);
 
-  /* 1 once the process began closing services for exit: start nothing new. */
+  /* 1 once the process began closing services for exit: start nothing new. While shutdown()
+   * drains it stays 0 (JS is alive: completions must flow), but register_close already refuses
+   * with DEVEXIT_ERR_EXITING. */
   int (*is_exiting)(void);
 
   /* Call after a vendor runtime's first successful use (after cuInit, hipInit...). Runtimes

@@ -17,7 +17,7 @@
 extern "C" {
 #endif
 
-#define DEVEXIT_HOST_ABI_VERSION 2u
+#define DEVEXIT_HOST_ABI_VERSION 3u
 
 /* Exit layers (bits of devexit_settings_v1.layers). */
 #define DEVEXIT_LAYER_JS 1
@@ -39,6 +39,10 @@ extern "C" {
 /* Flags of close_from_js. */
 #define DEVEXIT_CLOSE_MARK_EXITING 1u /* also refuse later registrations */
 #define DEVEXIT_CLOSE_EXIT_CODE 2u    /* exit_code is the code of the exit being closed for */
+
+/* close_async's report: how many closes were not ok, and their report lines (JSON, one per
+ * line). Called on the thread that ran the closes. */
+typedef void (*devexit_closes_done_fn)(void *ctx, int failures, const char *report_json);
 
 typedef struct devexit_settings_v1 {
   uint32_t struct_size;
@@ -69,7 +73,8 @@ typedef struct devexit_host_v1 {
   int (*arm_main_thread)(const char *by);
   /* JSON object describing which layers are armed and by whom; returns the length needed. */
   size_t (*state_json)(char *buf, size_t size);
-  /* Address of the 32-bit exiting flag (an atomic that only ever goes 0 -> 1). */
+  /* Address of the 32-bit exiting word, an atomic that only ever gains bits: non-zero once no
+   * new service may start. Bit 0: exiting (is_exiting()); bit 1 (host ABI 3): shutdown() began. */
   const volatile uint32_t *exiting_flag;
   /* Exit code to keep if a deadline forces _exit from a layer that cannot see it. */
   void (*set_exit_code)(int code);
@@ -90,6 +95,20 @@ typedef struct devexit_host_v1 {
   /* Warnings not yet emitted in this process, one per line; returns the length needed. Each
    * warning is handed out once. */
   size_t (*take_warnings)(char *buf, size_t size);
+
+  /* ---- host ABI 3: shutdown() ---- */
+  /* Refuses new registrations process-wide (register_close answers DEVEXIT_ERR_EXITING, bit 1 of
+   * the exiting word) while is_exiting() stays 0: services being drained still deliver their
+   * completions to the live JS thread. */
+  void (*begin_shutdown)(void);
+  /* Takes every registration and runs the closes on a new thread, without blocking the caller:
+   * each close gets drain_deadline_ns as call->deadline_ns (layer "shutdown": finish queued work
+   * by then), the job as a whole the timeout on top. done runs on that thread once every close
+   * returned, unless an exit layer began meanwhile (JS may be going away: then it is never
+   * called). DEVEXIT_OK, or DEVEXIT_ERR_NOMEM when no thread could start (done is not called). */
+  int (*close_async)(const char *layer, int64_t drain_deadline_ns, devexit_closes_done_fn done, void *ctx);
+  /* Ends every drain in progress: is_exiting() turns 1, so draining closes drop what is left. */
+  void (*hurry_shutdown)(void);
 } devexit_host_v1;
 
 typedef int (*devexit_get_host_fn)(uint32_t abi_version, const devexit_host_v1 **out);

@@ -62,12 +62,16 @@ class QueueService : public ServiceThread<QueueCommand> {
   }
 
   // The close, exactly once: drop what is queued (device.close() drains first, so nothing is
-  // left for it), stop, release, join. With JS alive, every realm hears that the device closed.
+  // left for it), stop, release, join; shutdown() finishes the queue first, up to its drain
+  // deadline. With JS alive, every realm hears that the device closed.
   int Close(const CloseContext &ctx, std::string *error) {
     closed_word_.store(1, std::memory_order_release);
     return close_.Run(ctx.deadline_ns, error, [&](std::string *why) {
-      bool joined = Stop(StopMode::kDrop, ctx, why);
+      size_t dropped = 0;
+      bool joined = ctx.finish ? Finish(ctx, why, &dropped) : Stop(StopMode::kDrop, ctx, why);
       if (ctx.js_alive) Realms::Get().NotifyClosed(id_.index, service_, true);
+      if (joined && ctx.finish && ctx.note)
+        *ctx.note = dropped ? DEVEXIT_NOTE_DROPPED + std::to_string(dropped) : DEVEXIT_NOTE_DRAINED;
       return joined ? 0 : 1;
     });
   }
@@ -144,7 +148,7 @@ class QueueService : public ServiceThread<QueueCommand> {
       sticky_.clear();
       sticky_name_.clear();
     }
-    if (c.sink) c.sink->Deliver(out);
+    if (c.sink) c.sink->Deliver(out, closing_with_js());
     else delete out;
   }
 

@@ -85,16 +85,31 @@ enum Status : int {
 // for an explicit device.close().
 struct CloseContext {
   int64_t deadline_ns = 0;
-  // closeServices() or device.close() on a live JS thread: dropped work may be settled (its
-  // promises rejected) through completion sinks. At exit nothing may call into JS.
+  // closeServices(), device.close() or shutdown(), with the JS thread alive: dropped work may be
+  // settled (its promises rejected) through completion sinks. At exit nothing may call into JS.
   bool js_alive = false;
   const char *layer = "explicit";
+  // shutdown() (the "shutdown" layer): finish queued work until drain_deadline_ns, then drop
+  // what is left and close by deadline_ns. What the drain did goes to *note ("drained",
+  // "dropped 37"), for the report.
+  bool finish = false;
+  int64_t drain_deadline_ns = 0;
+  std::string *note = nullptr;
 
   static CloseContext FromCall(const devexit_close_call_v1 *call) {
     CloseContext ctx;
     ctx.deadline_ns = call->deadline_ns;
     ctx.layer = call->layer ? call->layer : "unknown";
     ctx.js_alive = call->layer && std::strcmp(call->layer, "explicit") == 0;
+    if (call->layer && std::strcmp(call->layer, DEVEXIT_LAYER_SHUTDOWN) == 0) {
+      ctx.js_alive = true;
+      ctx.finish = true;
+      ctx.drain_deadline_ns = call->deadline_ns;
+      // What is left at the drain's end is closed as at exit: within the timeout from then.
+      const devexit_registry_v1 *reg = Registry();
+      const int64_t timeout_ns = reg ? reg->close_deadline_ns() - MonotonicNs() : int64_t{3000} * 1000000;
+      ctx.deadline_ns = call->deadline_ns > INT64_MAX - timeout_ns ? INT64_MAX : call->deadline_ns + timeout_ns;
+    }
     return ctx;
   }
 
@@ -252,8 +267,9 @@ class ServiceThread {
   // join. Never call it on the service thread. Returns true once the thread has been joined (or
   // never started); false, with *error, when it was still running a command at ctx.deadline_ns:
   // then nothing was released and the thread runs on (a later Stop may join it).
-  bool Stop(StopMode mode, const CloseContext &ctx, std::string *error) {
+  bool Stop(StopMode mode, const CloseContext &ctx, std::string *error, size_t *dropped_count = nullptr) {
     std::vector<Command> dropped;
+    if (ctx.js_alive) closing_with_js_.store(true, std::memory_order_release);
     {
       std::unique_lock<std::mutex> lock(mu_);
       accepting_ = false;
@@ -280,8 +296,34 @@ class ServiceThread {
       running_rest_.clear();
     }
     Join();
+    if (dropped_count) *dropped_count = dropped.size();
     for (Command &c : dropped) OnDropped(c, ctx);
     return true;  // `dropped` is destroyed here, after the join
+  }
+
+  // The graceful stop of shutdown() (ctx.finish): runs what is queued until
+  // ctx.drain_deadline_ns, or until the process begins exiting for real (is_exiting(): an exit,
+  // a second signal, shutdown({ drain: false })), then stops as Stop(kDrop, ctx) does.
+  // *dropped_count: the queued commands dropped then (0: everything ran). Never call it on the
+  // service thread.
+  bool Finish(const CloseContext &ctx, std::string *error, size_t *dropped_count) {
+    if (ctx.js_alive) closing_with_js_.store(true, std::memory_order_release);
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      accepting_ = false;
+      if (phase_ != kIdle && phase_ != kStopped) {
+        stop_ = true;  // not a drop: the thread runs the queue empty, then stops
+        work_cv_.notify_all();
+        // Polls is_exiting(): the registry cannot reach this object to cut the drain short.
+        constexpr int64_t kPollNs = 2000000;
+        while (phase_ != kStopped && !ProcessExiting()) {
+          const int64_t left = ctx.drain_deadline_ns - MonotonicNs();
+          if (left <= 0) break;
+          done_cv_.wait_for(lock, std::chrono::nanoseconds(left < kPollNs ? left : kPollNs));
+        }
+      }
+    }
+    return Stop(StopMode::kDrop, ctx, error, dropped_count);
   }
 
   bool accepting() {
@@ -315,6 +357,11 @@ class ServiceThread {
 
   // True once a drop was asked for: a long command may check it to end early.
   bool dropping() const { return drop_.load(std::memory_order_acquire); }
+
+  // True once a close with JS alive (explicit, shutdown) began: completions of the commands it
+  // still runs or drops go to JS even if the process began exiting meanwhile, since the closing
+  // JS thread waits for this close (pass it to CompletionSink::Deliver).
+  bool closing_with_js() const { return closing_with_js_.load(std::memory_order_acquire); }
 
  private:
   enum Phase { kIdle, kStarting, kRunning, kStopped };
@@ -403,6 +450,7 @@ class ServiceThread {
   bool stop_ = false;
   bool idle_ = false;
   std::atomic<bool> drop_{false};
+  std::atomic<bool> closing_with_js_{false};
   std::string start_error_;
   std::unique_ptr<std::thread> thread_;
 };
@@ -415,9 +463,12 @@ int RegisterClose(devexit_device_id device, const char *service, T *target) {
   const devexit_registry_v1 *reg = Registry();
   if (!reg) return DEVEXIT_ERR_NOT_LOADED;
   auto close = [](void *ctx, const devexit_close_call_v1 *call) -> int {
-    std::string error;
-    int rc = static_cast<T *>(ctx)->Close(CloseContext::FromCall(call), &error);
-    if (rc != 0 && call->error && call->error_size) std::snprintf(call->error, call->error_size, "%s", error.c_str());
+    std::string error, note;
+    CloseContext c = CloseContext::FromCall(call);
+    c.note = &note;
+    int rc = static_cast<T *>(ctx)->Close(c, &error);
+    const std::string &out = rc != 0 ? error : note;  // on success, what a drain did
+    if (!out.empty() && call->error && call->error_size) std::snprintf(call->error, call->error_size, "%s", out.c_str());
     return rc;
   };
   return reg->register_close(device, service, close, target);

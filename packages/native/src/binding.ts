@@ -39,6 +39,15 @@ export interface BindingModule {
   state(): string;
   armMainThread(by?: string): boolean;
   setExitCode(code: number): void;
+  /** shutdown(): refuse new work process-wide. false: the registry's owner is an older copy. */
+  beginShutdown(): boolean;
+  /**
+   * shutdown(): every native close on a helper thread; services drain for up to drainMs. `done`
+   * gets the failures and the report lines (JSON lines). false: the owner cannot (older copy).
+   */
+  closeAsync(layer: string, drainMs: number, done: (failures: number, report: string) => void): boolean;
+  /** Cuts the drains in progress short. */
+  hurryShutdown(): void;
   /** Whether the calling thread is the process's main thread; undefined where the OS cannot tell. */
   isMainThread(): boolean | undefined;
 }

@@ -73,7 +73,7 @@ function toNative(u: SettingsUpdate): NativeSettingsUpdate {
   return out;
 }
 
-function inForce(): Settings {
+function inForce(): Omit<Settings, 'signals'> {
   const s = guardState();
   return {
     timeoutMs: s.timeoutMs,
@@ -104,6 +104,18 @@ const bridge: NativeBridge = {
   jsCloseBegin: (layer, exitCode, type, index, service) =>
     binding.jsCloseBegin(layer, exitCode, type, index, service),
   jsCloseEnd: () => binding.jsCloseEnd(),
+  beginShutdown: () => binding.beginShutdown(),
+  closeAsync: (layer, drainMs) => {
+    let done!: (entries: CloseReportEntry[]) => void;
+    const finished = new Promise<CloseReportEntry[]>((resolve) => {
+      done = resolve;
+    });
+    return binding.closeAsync(layer, drainMs, (_failures, report) => done(parseLines(report)))
+      ? finished
+      : undefined;
+  },
+  hurryShutdown: () => binding.hurryShutdown(),
+  guardState: () => guardState(),
   isMainThread: () => binding.isMainThread(),
 };
 installNativeBridge(bridge);

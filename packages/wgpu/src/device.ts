@@ -1,5 +1,6 @@
 import { backendError, checkBuiltinName, checkEntry, checkKernelSource } from '@devexit/backend';
 import {
+  abortError,
   BUILTIN_KERNELS,
   type BuiltinKernelName,
   currentConfig,
@@ -139,8 +140,11 @@ export class WgpuDevice implements Device {
     return kernel;
   }
 
-  /** Settles with `p`, or as a close of the device decides (see CloseMode). */
-  track<T>(p: Promise<T>, what: string): Promise<T> {
+  /**
+   * Settles with `p`, or as a close of the device decides (see CloseMode), or with an AbortError
+   * when `signal` aborts first (p's result is then dropped).
+   */
+  track<T>(p: Promise<T>, what: string, signal?: AbortSignal): Promise<T> {
     let resolve!: (v: unknown) => void;
     let reject!: (e: Error) => void;
     const promise = new Promise<unknown>((res, rej) => {
@@ -149,6 +153,14 @@ export class WgpuDevice implements Device {
     });
     const w: Waiting = { source: p, promise, resolve, reject, what, silenced: false };
     this.#waiting.add(w);
+    if (signal) {
+      const abort = () => {
+        if (this.#waiting.delete(w)) w.reject(abortError(signal, what));
+      };
+      signal.addEventListener('abort', abort, { once: true });
+      const detach = () => signal.removeEventListener('abort', abort);
+      promise.then(detach, detach);
+    }
     p.then(
       (v) => {
         if (!this.#waiting.delete(w) || w.silenced) return;
@@ -183,13 +195,31 @@ export class WgpuDevice implements Device {
   async #finish(): Promise<void> {
     if (this.#state !== 'open') return;
     this.#state = 'closing';
-    this.#queue?.submit();
     const end = performance.now() + currentConfig().timeoutMs;
-    const work: Promise<unknown>[] = [...this.#waiting].map((w) => w.source);
-    work.push(this.gpuDevice.queue.onSubmittedWorkDone());
-    await within(Promise.allSettled(work), end - performance.now());
+    await this.drain(end - performance.now());
     this.closeNow('finish');
     await drainPending(Math.max(0, end - performance.now()));
+  }
+
+  /**
+   * Hands over what was recorded, then waits until everything enqueued ran and every pending
+   * promise settled with its result, for up to `ms` or until `stop` aborts. True if it all did.
+   * For close() and shutdown() (which refuses new work meanwhile).
+   */
+  async drain(ms: number, stop?: AbortSignal): Promise<boolean> {
+    if (this.#state === 'closed') return true;
+    this.#queue?.submit();
+    const work: Promise<unknown>[] = [...this.#waiting].map((w) => w.source);
+    work.push(this.gpuDevice.queue.onSubmittedWorkDone());
+    let finished = false;
+    await within(
+      Promise.allSettled(work).then(() => {
+        finished = true;
+      }),
+      ms,
+      stop,
+    );
+    return finished;
   }
 
   /**
@@ -225,13 +255,18 @@ export class WgpuDevice implements Device {
   }
 }
 
-async function within(p: Promise<unknown>, ms: number): Promise<void> {
+async function within(p: Promise<unknown>, ms: number, stop?: AbortSignal): Promise<void> {
+  if (stop?.aborted) return;
   let timer: NodeJS.Timeout | undefined;
+  let onStop: (() => void) | undefined;
   await Promise.race([
     p,
     new Promise((r) => {
       timer = setTimeout(r, Math.max(0, ms));
+      onStop = () => r(undefined);
+      stop?.addEventListener('abort', onStop, { once: true });
     }),
   ]);
   clearTimeout(timer);
+  if (onStop) stop?.removeEventListener('abort', onStop);
 }

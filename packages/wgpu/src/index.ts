@@ -6,6 +6,7 @@ import { BackendBase } from '@devexit/backend';
 import {
   type Backend,
   closeAtExit,
+  currentConfig,
   deviceId,
   exitingError,
   forgetClose,
@@ -68,12 +69,21 @@ function closeLive(mode: CloseMode, index?: number): void {
 }
 
 // One registration per device index and realm, closing whatever devices of that index are live.
+// shutdown() first drains them: Dawn finishes what it was given and their promises settle.
 function register(d: WgpuDevice): void {
   live.add(d);
   const index = d.id.index;
-  closeAtExit(d.id, SERVICE, () =>
-    closeLive(processEnding ? 'exit' : exitState.exiting ? 'worker-exit' : 'drop', index),
+  closeAtExit(
+    d.id,
+    SERVICE,
+    () => closeLive(processEnding ? 'exit' : exitState.exiting ? 'worker-exit' : 'drop', index),
+    { drain: (stop) => drainLive(index, stop) },
   );
+}
+
+async function drainLive(index: number, stop: AbortSignal): Promise<void> {
+  const ms = currentConfig().timeoutMs;
+  await Promise.all([...live].filter((d) => d.id.index === index).map((d) => d.drain(ms, stop)));
 }
 
 /** An explicit close: exit skips the device, unless another device of its index is live. */

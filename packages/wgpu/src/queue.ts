@@ -5,6 +5,7 @@ import {
   checkFill,
   checkGrid,
   checkLaunchArgs,
+  checkOptions,
   checkRead,
   checkSize,
   checkWrite,
@@ -14,6 +15,9 @@ import {
   type Scalar,
 } from '@devexit/backend';
 import {
+  type AbortOptions,
+  abortError,
+  checkSignal,
   type DeviceBuffer,
   type DeviceId,
   type Grid,
@@ -36,8 +40,10 @@ export interface QueueOwner {
   readonly closed: boolean;
   /** Throws the typed error if the device is closed or the process is exiting. */
   check(what: string): void;
-  /** Settles with `p`, or as the device's close decides. */
-  track<T>(p: Promise<T>, what: string): Promise<T>;
+  /** Settles with `p`, or as the device's close decides, or with an AbortError. */
+  track<T>(p: Promise<T>, what: string, signal?: AbortSignal): Promise<T>;
+  /** The device's close (a queue's asyncDispose). */
+  close(): Promise<void>;
   /** The compiled pipeline of an internal kernel. */
   internal(source: KernelSource): WgpuKernel;
 }
@@ -238,12 +244,14 @@ export class WgpuQueue implements Queue {
     this.#dispatch(k, groups, [{ gpu: src }, { gpu: dst }, u32(srcOff), u32(dstOff), u32(len), u32(words)]);
   }
 
-  read(buffer: DeviceBuffer, offset = 0, bytes?: number): Promise<Uint8Array> {
+  read(buffer: DeviceBuffer, offset = 0, bytes?: number, options?: AbortOptions): Promise<Uint8Array> {
     try {
       const b = this.#buffer(buffer, 'buffer', 'read');
       const { bytes: n } = checkRead(b.size, offset, bytes);
+      const signal = checkSignal(checkOptions<AbortOptions>(options).signal);
       this.#d.check('read');
-      if (n === 0) return this.flush().then(() => new Uint8Array(0));
+      if (signal?.aborted) return Promise.reject(abortError(signal, 'read'));
+      if (n === 0) return this.flush(options).then(() => new Uint8Array(0));
       const start = offset - (offset % 4);
       const len = ceil4(offset + n) - start;
       const staging = this.#gpu.createBuffer({
@@ -258,7 +266,7 @@ export class WgpuQueue implements Queue {
         staging.destroy();
         return out;
       });
-      return this.#d.track(mapped, 'read');
+      return this.#d.track(mapped, 'read', signal);
     } catch (err) {
       return Promise.reject(err);
     }
@@ -400,14 +408,21 @@ export class WgpuQueue implements Queue {
     return group;
   }
 
-  flush(): Promise<void> {
+  flush(options?: AbortOptions): Promise<void> {
     try {
+      const signal = checkSignal(checkOptions<AbortOptions>(options).signal);
       this.#d.check('flush');
+      if (signal?.aborted) return Promise.reject(abortError(signal, 'flush'));
       this.submit();
-      return this.#d.track(this.#gpu.queue.onSubmittedWorkDone(), 'flush');
+      return this.#d.track(this.#gpu.queue.onSubmittedWorkDone(), 'flush', signal);
     } catch (err) {
       return Promise.reject(err);
     }
+  }
+
+  /** Closes the device (its queue is its one service): `await using q = device.queue()`. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.#d.close();
   }
 }
 

@@ -228,6 +228,34 @@ export function defineConformance(options: ConformanceOptions): void {
       });
     }
 
+    it('an aborted read or flush rejects with an AbortError; the queue goes on in order (10 rounds); an aborted open rejects', async () => {
+      const b = await getBackend();
+      const [d, q] = await withQueue();
+      const n = 1 << 16;
+      const buf = q.alloc(n * 4);
+      const fill = d.kernel('fill_u32');
+      for (let round = 1; round <= 10; round++) {
+        for (let i = 0; i < 4; i++) q.launch(fill, n, [buf, { u32: round * 10 + i }, { u32: n }]);
+        const ac = new AbortController();
+        const read = q.read(buf, 0, 4, { signal: ac.signal });
+        const flush = q.flush({ signal: ac.signal });
+        ac.abort();
+        expect(await failure(() => read)).toMatchObject({ name: 'AbortError', code: 'ABORT_ERR' });
+        expect(await failure(() => flush)).toMatchObject({ name: 'AbortError', code: 'ABORT_ERR' });
+        // The aborted read still ran in order: what follows sees the last fill of this round.
+        expect(u32(await q.read(buf, (n - 1) * 4, 4))[0]).toBe(round * 10 + 3);
+      }
+      expect(await failure(() => q.read(buf, 0, 4, { signal: AbortSignal.abort() }))).toMatchObject({
+        name: 'AbortError',
+      });
+      expect(await failure(() => b.open(0, { signal: AbortSignal.abort() }))).toMatchObject({
+        name: 'AbortError',
+      });
+      expectTypeError(await failure(() => q.flush({ signal: 'now' as never })), 'signal');
+      q.free(buf);
+      await q.flush();
+    });
+
     it('commands run in enqueue order across kinds', async () => {
       const [d, q] = await withQueue();
       const n = 4096;
@@ -319,6 +347,46 @@ export function defineConformance(options: ConformanceOptions): void {
       }
     });
 
+    it('await device[Symbol.asyncDispose]() closes it like close(); the next open() gives a new device', async () => {
+      const b = await getBackend();
+      const [d, q] = await withQueue();
+      const buf = q.alloc(64);
+      q.fill(buf, 9);
+      const read = q.read(buf, 0, 4);
+      await d[Symbol.asyncDispose]();
+      expect(d.closed).toBe(true);
+      const r = await Promise.allSettled([read]);
+      if (r[0]!.status === 'fulfilled') expect(u32(r[0]!.value)[0]).toBe(9);
+      else expect(r[0]!.reason).toMatchObject({ code: 'ERR_DEVEXIT_DEVICE_CLOSED' });
+      expect(await failure(() => q.flush())).toMatchObject({ code: 'ERR_DEVEXIT_DEVICE_CLOSED' });
+      await d[Symbol.asyncDispose](); // idempotent, as close() is
+      const again = await b.open(0);
+      expect(again).not.toBe(d);
+      const q2 = again.queue();
+      await q2[Symbol.asyncDispose]();
+      expect(again.closed, "a queue's asyncDispose closes its device").toBe(true);
+    });
+
+    for (const target of ['device', 'queue'] as const) {
+      it(`a child that disposes its ${target} (await using) with work queued reports no exit-time close`, async () => {
+        const results = await runMany(
+          Math.min(runs, 5),
+          child('dispose', { DEVEXIT_CONFORMANCE_DISPOSE: target }),
+        );
+        for (const r of results) {
+          expect(summary(r), describeChild(r)).toEqual({
+            code: 0,
+            signal: null,
+            timedOut: false,
+            crashed: false,
+            closes: { ...otherCloses },
+            failed: [],
+          });
+          expect(r.stdout).toContain('disposed');
+        }
+      });
+    }
+
     it('a child that closes explicitly with work queued reports no exit-time close', async () => {
       const results = await runMany(Math.min(runs, 5), child('explicit'));
       for (const r of results) {
@@ -354,6 +422,38 @@ export function defineConformance(options: ConformanceOptions): void {
         }
       });
     }
+
+    it(`DEVEXIT_SIGNALS=SIGTERM, SIGTERM with work queued: the read settles with its result, each service closes once (shutdown), the process ends by SIGTERM`, async () => {
+      const name = (await getBackend()).name;
+      const results = await runMany(
+        runs,
+        child('signal', { DEVEXIT_SIGNALS: 'SIGTERM', DEVEXIT_TIMEOUT_MS: '15000' }, 'SIGTERM'),
+      );
+      // The drain was exercised: the read was still queued when the signal came (behind 2000
+      // launches, or DEVEXIT_CONFORMANCE_SIGNAL_LAUNCHES).
+      expect(results.filter((r) => r.stdout.includes('read pending')).length).toBeGreaterThan(0);
+      for (const r of results) {
+        expect(summary(r, 'SIGTERM'), describeChild(r)).toEqual({
+          code: null,
+          signal: 'SIGTERM',
+          timedOut: false,
+          crashed: false,
+          closes: { [`${name}:0/queue`]: 1, ...otherCloses },
+          failed: [],
+        });
+        expect(new Set(r.report.map((e) => e.layer)), describeChild(r)).toEqual(new Set(['shutdown']));
+        expect(r.stdout, describeChild(r)).toContain('read ok');
+        expect(r.stdout, describeChild(r)).toContain('flush ok');
+      }
+    });
+
+    it('control: the same child without DEVEXIT_SIGNALS ends by SIGTERM at once, nothing closed (the assertion above can fail)', async () => {
+      const results = await runMany(Math.min(runs, 4), child('signal', {}, 'SIGTERM'));
+      for (const r of results) {
+        expect(summary(r, 'SIGTERM'), describeChild(r)).toMatchObject({ signal: 'SIGTERM', closes: {} });
+        expect(r.stdout).not.toContain('shutdown begins');
+      }
+    });
 
     it('control: with DEVEXIT_GUARD=0 the same child reports no close (the assertion above can fail)', async () => {
       const results = await runMany(Math.min(runs, 4), child('exit', { DEVEXIT_GUARD: '0' }));

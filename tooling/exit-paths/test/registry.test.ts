@@ -36,6 +36,47 @@ describe('native registry (child processes)', () => {
     expect(runs.some((r) => JSON.parse(r.stdout).refused > 0)).toBe(true);
   });
 
+  it('shutdown(): the closes run on a helper thread while the event loop turns; registrations are refused at once, yet is_exiting() stays 0 until they ran', async () => {
+    const r = await runChild({ script: join(fixtures, 'shutdown.cjs'), args: ['drain'], timeoutMs: 30_000 });
+    expect({ code: r.code, signal: r.signal }, r.stderr).toEqual({ code: 0, signal: null });
+    const out = JSON.parse(r.stdout);
+    expect(out).toMatchObject({
+      jsExiting: true,
+      sameCall: true,
+      // register_close refused (DEVEXIT_ERR_EXITING) although is_exiting() said 0: the fixture
+      // checks is_exiting() first and would have thrown "the process is exiting".
+      lateStart: 'register_close refused: -1',
+    });
+    expect(out.ms).toBeGreaterThanOrEqual(290);
+    expect(out.ticks, 'the event loop turned while the 300 ms close ran').toBeGreaterThanOrEqual(5);
+    expect([...out.entries].sort()).toEqual(['standin:0/slow shutdown ok', 'standin:1/loop shutdown ok']);
+    // The fixture's closes do not know the shutdown layer: they say nothing of a drain.
+    expect(out.drained).toEqual([null, null]); // undefined, as JSON writes it in an array
+    // Nothing left for the exit layers.
+    expect(r.report.filter((e) => e.layer !== 'shutdown')).toEqual([]);
+  });
+
+  it('shutdown() racing process.exit(5), services calling the crash-reproducing runtime: exit 5, each close exactly once, no crash (20 runs)', async () => {
+    const results = [];
+    for (const ms of ['0', '1', '3', '10']) {
+      results.push(
+        ...(await runMany(5, {
+          script: join(fixtures, 'shutdown.cjs'),
+          args: ['race', ms],
+          timeoutMs: 30_000,
+        })),
+      );
+    }
+    for (const r of results) {
+      expect({ code: r.code, signal: r.signal, timedOut: r.timedOut }, r.stderr).toEqual({
+        code: 5,
+        signal: null,
+        timedOut: false,
+      });
+      expect(closeCounts(r.report), r.stderr).toEqual({ 'standin:0/loop': 1, 'standin:1/other': 1 });
+    }
+  });
+
   for (const order of ['main-first', 'worker-first']) {
     it(`two copies of @devexit/native in one process share one registry (${order})`, async () => {
       const dir = mkdtempSync(join(tmpdir(), 'devexit-copy-'));

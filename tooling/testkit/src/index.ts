@@ -13,6 +13,11 @@ export interface ChildOptions {
   timeoutMs?: number;
   /** Send this signal once the child prints `ready` on stdout. */
   signalOnReady?: NodeJS.Signals;
+  /**
+   * More signals, each sent once when the child prints its line on stdout (after `delayMs`):
+   * [{ line: 'draining', signal: 'SIGINT', delayMs: 20 }].
+   */
+  signalOn?: readonly { line: string; signal: NodeJS.Signals; delayMs?: number }[];
 }
 
 export interface ChildResult {
@@ -65,6 +70,8 @@ export function runChild(options: ChildOptions): Promise<ChildResult> {
     let stderr = '';
     let timedOut = false;
     let signalled = false;
+    const pending = [...(options.signalOn ?? [])];
+    const hasLine = (line: string) => stdout.split('\n').includes(line);
     child.stdout.setEncoding('utf8');
     child.stderr.setEncoding('utf8');
     child.stdout.on('data', (d: string) => {
@@ -72,6 +79,12 @@ export function runChild(options: ChildOptions): Promise<ChildResult> {
       if (options.signalOnReady && !signalled && /(^|\n)ready(\n|$)/.test(stdout)) {
         signalled = true;
         child.kill(options.signalOnReady);
+      }
+      for (const s of [...pending]) {
+        if (!hasLine(s.line)) continue;
+        pending.splice(pending.indexOf(s), 1);
+        if (s.delayMs) setTimeout(() => child.kill(s.signal), s.delayMs);
+        else child.kill(s.signal);
       }
     });
     child.stderr.on('data', (d: string) => {

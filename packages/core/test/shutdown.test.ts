@@ -1,0 +1,274 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { type CloseReportEntry, parseReportLines } from '@devexit/core';
+import { describe, expect, it } from 'vitest';
+import { configure, currentConfig, isExiting, shutdown } from '../src/index.js';
+
+// shutdown() with JS closes only (no @devexit/native), in child processes: a shutdown is final.
+// The native drain, the cpu backend and the acceptance runs are in packages/cpu/test/shutdown.test.ts.
+const cwd = join(__dirname, '..');
+const env = (extra: Record<string, string> = {}) => {
+  const e: NodeJS.ProcessEnv = { ...process.env, DEVEXIT_REPORT: 'json', ...extra };
+  delete e.NODE_OPTIONS;
+  return e;
+};
+const run = (code: string, extra: Record<string, string> = {}) =>
+  spawnSync(process.execPath, ['-e', code], { env: env(extra), encoding: 'utf8', cwd, timeout: 20_000 });
+
+/** Runs `code`, sends `signal` when it prints `ready`. */
+function runSignalled(code: string, signal: NodeJS.Signals, extra: Record<string, string> = {}) {
+  return new Promise<{ status: number | null; signal: string | null; stdout: string; stderr: string }>(
+    (resolve) => {
+      const child = spawn(process.execPath, ['-e', code], { env: env(extra), cwd });
+      let stdout = '';
+      let stderr = '';
+      let sent = false;
+      child.stdout.setEncoding('utf8').on('data', (d: string) => {
+        stdout += d;
+        if (!sent && /^ready$/m.test(stdout)) {
+          sent = true;
+          child.kill(signal);
+        }
+      });
+      child.stderr.setEncoding('utf8').on('data', (d: string) => {
+        stderr += d;
+      });
+      const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+      child.on('close', (status, sig) => {
+        clearTimeout(timer);
+        resolve({ status, signal: sig, stdout, stderr });
+      });
+    },
+  );
+}
+
+const setup = `
+  const core = require('./dist/index.js');
+  const { writeSync } = require('node:fs');
+  const mark = (t) => writeSync(2, t + '\\n');
+  const dev = core.deviceId('wgpu', 0);
+  // A JS service whose drain finishes its work after drainMs (never, with drainMs < 0).
+  const service = (name, drainMs, close = () => mark('close ' + name)) => {
+    const work = drainMs < 0 ? new Promise(() => {}) : new Promise((r) => setTimeout(r, drainMs));
+    work.then(() => mark('work done ' + name));
+    core.closeAtExit(dev, name, close, {
+      drain: (signal) => {
+        mark('drain ' + name);
+        signal.addEventListener('abort', () => mark('drain aborted ' + name));
+        return work;
+      },
+    });
+  };
+`;
+const marks = (stderr: string) =>
+  stderr.split('\n').filter((l) => /^(close|drain|work|result|exiting|same|rejected|logger|channel)/.test(l));
+const report = (stderr: string) =>
+  parseReportLines(stderr).map((e: CloseReportEntry) => ({
+    service: e.service,
+    layer: e.layer,
+    outcome: e.outcome,
+    drained: e.drained,
+  }));
+
+describe('shutdown() with JS closes (child processes)', () => {
+  it('drains, then closes; isExiting() turns true at once; a second call gets the same promise; later registrations are refused', () => {
+    const r = run(`${setup}
+      service('a', 50); service('b', 10);
+      const p = core.shutdown();
+      mark('exiting ' + core.isExiting());
+      mark('same ' + (core.shutdown() === p));
+      p.then((entries) => {
+        mark('result ' + entries.map((e) => e.service + ':' + e.layer + ':' + e.drained).join(','));
+        try { core.closeAtExit(dev, 'late', () => {}); } catch (e) { mark('rejected ' + e.code); }
+      });`);
+    expect(r.status, r.stderr).toBe(0);
+    expect(marks(r.stderr)).toEqual([
+      'drain a',
+      'drain b',
+      'exiting true',
+      'same true',
+      'work done b',
+      'work done a',
+      'close b',
+      'close a',
+      'result b:shutdown:true,a:shutdown:true',
+      'rejected ERR_DEVEXIT_EXITING',
+    ]);
+    // Nothing left for the exit layer.
+    expect(report(r.stderr)).toEqual([
+      { service: 'b', layer: 'shutdown', outcome: 'ok', drained: true },
+      { service: 'a', layer: 'shutdown', outcome: 'ok', drained: true },
+    ]);
+  });
+
+  it('a drain past the deadline: the close runs at the deadline and the report says drained: false', () => {
+    const t0 = Date.now();
+    const r = run(
+      `${setup} service('slow', -1); service('quick', 5); core.shutdown().then(() => process.exit(0));`,
+      {
+        DEVEXIT_TIMEOUT_MS: '300',
+      },
+    );
+    expect(r.status, r.stderr).toBe(0);
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    // Services of one device close last-registered-first.
+    expect(report(r.stderr)).toEqual([
+      { service: 'quick', layer: 'shutdown', outcome: 'ok', drained: true },
+      { service: 'slow', layer: 'shutdown', outcome: 'ok', drained: false },
+    ]);
+    expect(marks(r.stderr)).toContain('drain aborted slow');
+  });
+
+  it('drain: false closes at once, calling no drain', () => {
+    const r = run(
+      `${setup} service('a', 1000); core.shutdown({ drain: false }).then(() => process.exit(0));`,
+    );
+    expect(r.status, r.stderr).toBe(0);
+    expect(marks(r.stderr)).toEqual(['close a']);
+    expect(report(r.stderr)).toEqual([{ service: 'a', layer: 'shutdown', outcome: 'ok', drained: false }]);
+  });
+
+  it('an AbortSignal: the call rejects with an AbortError, the drain is cut short, the closes still run', () => {
+    const r = run(`${setup} service('a', -1);
+      const ac = new AbortController();
+      core.shutdown({ signal: ac.signal }).catch((e) => mark('rejected ' + e.name + ' ' + e.code + ' ' + e.cause));
+      setTimeout(() => ac.abort('enough'), 50);
+      core.shutdown().then((entries) => { mark('result ' + entries.length); process.exit(0); });`);
+    expect(r.status, r.stderr).toBe(0);
+    expect(marks(r.stderr)).toEqual([
+      'drain a',
+      'drain aborted a',
+      'rejected AbortError ABORT_ERR enough',
+      'close a',
+      'result 1',
+    ]);
+  });
+
+  it('bad options reject with a typed error and change nothing', async () => {
+    await expect(shutdown({ drain: 'yes' } as never)).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_TYPE' });
+    await expect(shutdown({ now: true } as never)).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_VALUE' });
+    await expect(shutdown({ signal: {} as never })).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_TYPE' });
+    await expect(shutdown({ signal: AbortSignal.abort() })).rejects.toMatchObject({ name: 'AbortError' });
+    expect(isExiting()).toBe(false);
+    const before = currentConfig();
+    expect(() => configure({ signals: ['SIGKILL'] as never })).toThrow(
+      expect.objectContaining({ code: 'ERR_INVALID_ARG_VALUE' }),
+    );
+    expect(() => configure({ signals: 'SIGTERM' as never })).toThrow(
+      expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }),
+    );
+    expect(() => configure({ logger: 'stderr' as never })).toThrow(
+      expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }),
+    );
+    expect(currentConfig()).toEqual(before);
+    expect(process.listenerCount('SIGTERM')).toBe(0);
+  });
+
+  it('configure({ signals }): SIGTERM drains the JS services, closes them, and the process ends by SIGTERM', async () => {
+    const r = await runSignalled(
+      `${setup} core.configure({ signals: ['SIGTERM'] }); service('a', 100); setInterval(() => {}, 1000); console.log('ready');`,
+      'SIGTERM',
+    );
+    expect({ status: r.status, signal: r.signal }, r.stderr).toEqual({ status: null, signal: 'SIGTERM' });
+    expect(marks(r.stderr)).toEqual(['drain a', 'work done a', 'close a']);
+    expect(report(r.stderr)).toEqual([{ service: 'a', layer: 'shutdown', outcome: 'ok', drained: true }]);
+  });
+
+  it('configure({ signals: [] }) removes the listeners: SIGTERM ends the process at once, nothing closed (the control)', async () => {
+    const r = await runSignalled(
+      `${setup} core.configure({ signals: ['SIGTERM'] }); core.configure({ signals: [] }); service('a', 100);
+       setInterval(() => {}, 1000); console.log('ready');`,
+      'SIGTERM',
+      { DEVEXIT_SIGNALS: 'SIGTERM' },
+    );
+    expect({ status: r.status, signal: r.signal }).toEqual({ status: null, signal: 'SIGTERM' });
+    expect(marks(r.stderr)).toEqual([]);
+  });
+});
+
+describe('warnings and diagnostics with JS closes (child processes)', () => {
+  it('configure({ logger }) gets every warning: a setting ignored, a failing close (explicit and at exit); none reaches stderr', () => {
+    const r = run(
+      `${setup}
+      core.configure({ logger: (w) => mark('logger ' + w.name + ' ' + w.code + ': ' + w.message) });
+      core.closeAtExit(dev, 'bad', () => { throw new Error('no luck'); });
+      core.closeServices({ final: false });
+      core.closeAtExit(core.deviceId('wgpu', 1), 'worse', () => { throw new Error('at exit'); });`,
+      { DEVEXIT_ON_TIMEOUT: 'sometimes' },
+    );
+    expect(r.status, r.stderr).toBe(0);
+    expect(marks(r.stderr)).toEqual([
+      'logger DevexitWarning DEVEXIT_SETTING: devexit: ignoring DEVEXIT_ON_TIMEOUT="sometimes": expected exit or warn',
+      'logger ServiceCloseError ERR_DEVEXIT_SERVICE_CLOSE: devexit: closing wgpu:0/bad failed: no luck',
+      'logger DevexitWarning DEVEXIT_CLOSE_FAILED: devexit: close of wgpu:1/worse failed: at exit',
+    ]);
+    expect(r.stderr).not.toMatch(/Warning:|^devexit: close of/m);
+  });
+
+  it('without a logger the same warnings go to process warnings, and at exit straight to stderr', () => {
+    const r = run(
+      `${setup}
+      core.closeAtExit(dev, 'bad', () => { throw new Error('no luck'); });
+      core.closeServices({ final: false });
+      core.closeAtExit(core.deviceId('wgpu', 1), 'worse', () => { throw new Error('at exit'); });`,
+      { DEVEXIT_ON_TIMEOUT: 'sometimes' },
+    );
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/DevexitWarning: devexit: ignoring DEVEXIT_ON_TIMEOUT="sometimes"/);
+    expect(r.stderr).toMatch(/ServiceCloseError: devexit: closing wgpu:0\/bad failed: no luck/);
+    expect(r.stderr).toMatch(/^devexit: close of wgpu:1\/worse failed: at exit$/m);
+  });
+
+  it('the channels and NODE_DEBUG=devexit for JS closes: register, exit start, close (with ms), exit end', () => {
+    const r = run(
+      `${setup}
+      const dc = require('node:diagnostics_channel');
+      for (const name of Object.values(core.CHANNELS)) dc.subscribe(name, (m) => mark('channel ' + name + ' ' + JSON.stringify(m)));
+      service('a', 0);
+      process.exitCode = 4;`,
+      { NODE_DEBUG: 'devexit' },
+    );
+    expect(r.status, r.stderr).toBe(4);
+    const channels = marks(r.stderr).filter((l) => l.startsWith('channel'));
+    expect(channels.map((l) => l.split(' ')[1])).toEqual([
+      'devexit:service:register',
+      'devexit:exit:start',
+      'devexit:service:close',
+      'devexit:exit:end',
+    ]);
+    expect(JSON.parse(channels[0]!.split(' ').slice(2).join(' '))).toEqual({
+      device: { type: 'wgpu', typeId: 4, index: 0 },
+      service: 'a',
+      registry: 'js',
+    });
+    const close = JSON.parse(channels[2]!.split(' ').slice(2).join(' '));
+    expect(close).toMatchObject({ service: 'a', layer: 'js-exit', outcome: 'ok', ms: expect.any(Number) });
+    expect(JSON.parse(channels[3]!.split(' ').slice(2).join(' '))).toMatchObject({
+      layer: 'js-exit',
+      code: 4,
+      closes: 1,
+      failures: 0,
+      ms: expect.any(Number),
+    });
+    const debug = r.stderr.split('\n').filter((l) => l.startsWith('DEVEXIT '));
+    expect(debug.map((l) => l.replace(/^DEVEXIT \d+: /, '').replace(/[\d.]+ ms/, 'N ms'))).toEqual([
+      'register wgpu:0/a (js)',
+      'js-exit begins (code 4)',
+      'close wgpu:0/a ok in N ms (js-exit)',
+      'js-exit ends in N ms: 1 close(s), 0 not ok (code 4)',
+    ]);
+  });
+
+  it('require(@devexit/core) loads neither node:diagnostics_channel nor anything else new before use', () => {
+    const r = run(`
+      const before = new Set(process.moduleLoadList);
+      require('./dist/index.js');
+      const added = process.moduleLoadList.filter((m) => !before.has(m) && m.startsWith('NativeModule'));
+      console.log(JSON.stringify(added));`);
+    expect(r.status, r.stderr).toBe(0);
+    const added = JSON.parse(r.stdout) as string[];
+    expect(
+      added.filter((m) => /diagnostics_channel|worker_threads|NativeModule util$|NativeModule os$/.test(m)),
+    ).toEqual([]);
+  });
+});

@@ -1,0 +1,289 @@
+import { spawn } from 'node:child_process';
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { CloseReportEntry } from '@devexit/core';
+import { backend } from '@devexit/cpu';
+import { type ChildResult, runChild, runMany, summary } from '@devexit/testkit';
+import ts from 'typescript';
+import { describe, expect, it } from 'vitest';
+
+// shutdown() and the opt-in signals on the cpu backend, in child processes (a shutdown is final).
+const fixture = (name: string) => join(__dirname, 'fixtures', name);
+const u32 = (b: Uint8Array) => new Uint32Array(b.slice().buffer);
+const show = (r: ChildResult) =>
+  `code=${r.code} signal=${r.signal} timedOut=${r.timedOut}\nstdout:\n${r.stdout}\nstderr:\n${r.stderr.slice(-3000)}`;
+const lines = (r: ChildResult, prefix: string) => r.stderr.split('\n').filter((l) => l.startsWith(prefix));
+const queueCloses = (r: ChildResult) =>
+  r.report.filter((e) => e.device.type === 'cpu' && e.service === 'queue');
+
+// A generous deadline: a loaded machine must not turn a drain into a drop.
+const SIGNALS = { DEVEXIT_SIGNALS: 'SIGINT,SIGTERM', DEVEXIT_TIMEOUT_MS: '20000' };
+
+describe('DEVEXIT_SIGNALS with a busy cpu device (child processes)', () => {
+  for (const [signal, status] of [
+    ['SIGTERM', 143],
+    ['SIGINT', 130],
+  ] as const) {
+    it(`${signal} with 200 queued launches and a pending read: the read resolves with its result, the queue closes once, the process ends by ${signal} (${status} in a shell; 20 runs)`, async () => {
+      const results = await runMany(20, {
+        script: fixture('signalDrain.cjs'),
+        env: SIGNALS,
+        signalOnReady: signal,
+        timeoutMs: 60_000,
+      });
+      for (const r of results) {
+        expect(summary(r, signal), show(r)).toEqual({
+          code: null,
+          signal,
+          timedOut: false,
+          crashed: false,
+          closes: { 'cpu:0/queue': 1 },
+          failed: [],
+        });
+        expect(queueCloses(r)[0], show(r)).toMatchObject({ layer: 'shutdown', drained: true, dropped: 0 });
+        // Still queued when the signal came: the drain ran it.
+        expect(lines(r, 'at shutdown:'), show(r)).toEqual(['at shutdown: read pending']);
+        expect(lines(r, 'read '), show(r)).toEqual(['read 200']);
+        expect(lines(r, 'flush '), show(r)).toEqual(['flush ok']);
+      }
+    });
+
+    it(`${signal}: a shell sees status ${status}`, async () => {
+      const child = spawn(
+        '/bin/sh',
+        ['-c', `"${process.execPath}" "$0" & wait $!; echo "status=$?"`, fixture('signalDrain.cjs')],
+        {
+          env: { ...process.env, ...SIGNALS, NODE_OPTIONS: '' },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
+      let out = '';
+      child.stdout.setEncoding('utf8');
+      child.stdout.on('data', (d: string) => {
+        out += d;
+        const pid = /^pid (\d+)$/m.exec(out);
+        if (pid && /^ready$/m.test(out) && !out.includes('sent')) {
+          out += 'sent\n';
+          process.kill(Number(pid[1]), signal);
+        }
+      });
+      const code = await new Promise((resolve) => child.on('close', resolve));
+      expect(code).toBe(0);
+      expect(out).toMatch(new RegExp(`^status=${status}$`, 'm'));
+    });
+  }
+
+  it('control: without DEVEXIT_SIGNALS the same child dies by SIGTERM at once: nothing drained, nothing closed (5 runs)', async () => {
+    const results = await runMany(5, {
+      script: fixture('signalDrain.cjs'),
+      signalOnReady: 'SIGTERM',
+      timeoutMs: 60_000,
+    });
+    for (const r of results) {
+      expect(summary(r, 'SIGTERM'), show(r)).toMatchObject({ signal: 'SIGTERM', closes: {}, crashed: false });
+      expect(lines(r, 'read '), show(r)).toEqual([]);
+    }
+  });
+
+  it('a second signal mid-drain skips the rest: what is left is dropped and its promises reject, the queue closes once, the process ends by the first signal (10 runs)', async () => {
+    const results = await runMany(10, {
+      script: fixture('signalDrain.cjs'),
+      env: SIGNALS,
+      signalOnReady: 'SIGTERM',
+      signalOn: [{ line: 'draining', signal: 'SIGINT', delayMs: 20 }],
+      timeoutMs: 60_000,
+    });
+    for (const r of results) {
+      expect(summary(r, 'SIGTERM'), show(r)).toEqual({
+        code: null,
+        signal: 'SIGTERM',
+        timedOut: false,
+        crashed: false,
+        closes: { 'cpu:0/queue': 1 },
+        failed: [],
+      });
+      const close = queueCloses(r)[0]!;
+      expect(close, show(r)).toMatchObject({ layer: 'shutdown', outcome: 'ok', drained: false });
+      expect(close.dropped, show(r)).toBeGreaterThan(0);
+      expect(lines(r, 'read '), show(r)).toEqual(['read failed ERR_DEVEXIT_DEVICE_CLOSED']);
+      expect(lines(r, 'flush '), show(r)).toEqual(['flush failed ERR_DEVEXIT_DEVICE_CLOSED']);
+    }
+  });
+
+  it("with the application's own listener devexit only drains and closes; the application ends the process (exit 7; 10 runs)", async () => {
+    const results = await runMany(10, {
+      script: fixture('signalDrain.cjs'),
+      args: ['listener'],
+      env: SIGNALS,
+      signalOnReady: 'SIGINT',
+      timeoutMs: 60_000,
+    });
+    for (const r of results) {
+      expect(summary(r), show(r)).toEqual({
+        code: 7,
+        signal: null,
+        timedOut: false,
+        crashed: false,
+        closes: { 'cpu:0/queue': 1 },
+        failed: [],
+      });
+      expect(queueCloses(r)[0], show(r)).toMatchObject({ layer: 'shutdown', drained: true });
+      expect(lines(r, 'read '), show(r)).toEqual(['read 200']);
+      expect(lines(r, 'app '), show(r)).toEqual(['app listener SIGINT', 'app shutdown settled: 1 closes']);
+    }
+  });
+
+  it('shutdown() racing process.exit(3): exit 3, no crash, the queue closed exactly once (by one of them; 20 runs)', async () => {
+    const results: ChildResult[] = [];
+    for (const ms of [0, 5, 20, 60]) {
+      results.push(
+        ...(await runMany(5, {
+          script: fixture('signalDrain.cjs'),
+          args: ['race'],
+          env: { FIXTURE_EXIT_MS: String(ms) },
+          timeoutMs: 60_000,
+        })),
+      );
+    }
+    const layers = new Set<string>();
+    for (const r of results) {
+      expect(summary(r), show(r)).toEqual({
+        code: 3,
+        signal: null,
+        timedOut: false,
+        crashed: false,
+        closes: { 'cpu:0/queue': 1 },
+        failed: [],
+      });
+      layers.add(queueCloses(r)[0]!.layer);
+    }
+    // The exit cuts the drain short: the shutdown's close drops the rest (or the exit closes).
+    expect([...layers].every((l) => l === 'shutdown' || l === 'js-exit')).toBe(true);
+  });
+});
+
+describe('async disposal and cancellation', () => {
+  it('await using on a device and on a queue, in an ES module: each closes at the end of its scope, exit has nothing left to close', async () => {
+    const source = ts.sys.readFile(fixture('awaitUsing.mts')) ?? '';
+    const out = ts.transpileModule(source, {
+      compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext },
+    });
+    // Beside the fixture, so that '@devexit/cpu' resolves as it does for this package.
+    const script = fixture(`awaitUsing.${process.pid}.generated.mjs`);
+    writeFileSync(script, out.outputText);
+    try {
+      expect(out.outputText).toContain('__addDisposableResource'); // TypeScript's lowering ran
+      const r = await runChild({ script, timeoutMs: 30_000 });
+      expect(summary(r), show(r)).toEqual({
+        code: 0,
+        signal: null,
+        timedOut: false,
+        crashed: false,
+        closes: {},
+        failed: [],
+      });
+      expect(r.stdout.trim().split('\n')).toEqual([
+        'device read 5,5,5,5',
+        'device closed at the end of its scope: true',
+        'queue read 6,6',
+        "queue's device closed at the end of its scope: true",
+      ]);
+    } finally {
+      rmSync(script, { force: true });
+    }
+  });
+
+  it('abort mid-read: rejects with an AbortError; the read still runs in order; no pending promise, no wrong data (20 rounds)', async () => {
+    const device = await backend.open(0);
+    const q = device.queue();
+    const n = 1 << 20;
+    const b = q.alloc(n * 4);
+    const fill = device.kernel('fill_u32');
+    for (let round = 1; round <= 20; round++) {
+      for (let i = 0; i < 10; i++) q.launch(fill, n, [b, { u32: round * 100 + i }, { u32: n }]);
+      const ac = new AbortController();
+      const read = q.read(b, (n - 1) * 4, 4, { signal: ac.signal });
+      const flush = q.flush({ signal: ac.signal });
+      const reason = new Error(`round ${round}: changed my mind`);
+      ac.abort(reason);
+      await expect(read).rejects.toMatchObject({ name: 'AbortError', code: 'ABORT_ERR', cause: reason });
+      await expect(flush).rejects.toMatchObject({ name: 'AbortError', code: 'ABORT_ERR' });
+      // The queue went on in order: the next read sees the last fill of this round.
+      expect(u32(await q.read(b, (n - 1) * 4, 4))[0]).toBe(round * 100 + 9);
+    }
+    expect((device as unknown as { pending: Set<number> }).pending.size).toBe(0);
+    // Aborted before the call: nothing is enqueued; a bad signal is a TypeError.
+    await expect(q.read(b, 0, 4, { signal: AbortSignal.abort() })).rejects.toMatchObject({
+      name: 'AbortError',
+    });
+    await expect(q.read(b, 0, 4, { signal: 'soon' as never })).rejects.toMatchObject({
+      code: 'ERR_INVALID_ARG_TYPE',
+    });
+    await expect(backend.open(0, { signal: AbortSignal.abort() })).rejects.toMatchObject({
+      name: 'AbortError',
+    });
+    expect(u32(await q.read(b, 0, 4))[0]).toBe(2009);
+    await device.close();
+  });
+});
+
+describe('diagnostics (child processes)', () => {
+  const channelMessages = (r: ChildResult) =>
+    lines(r, 'channel ').map((l) => {
+      const [, name, json] = /^channel (\S+) (.*)$/.exec(l)!;
+      return { name, message: JSON.parse(json!) } as { name: string; message: Record<string, unknown> };
+    });
+
+  it('a subscriber on each channel: register, exit start and end, and each close with its duration', async () => {
+    const r = await runChild({ script: fixture('channels.cjs'), timeoutMs: 30_000 });
+    expect(summary(r), show(r)).toMatchObject({ code: 0, signal: null, crashed: false });
+    const got = channelMessages(r);
+    expect(got.map((m) => m.name)).toEqual([
+      'devexit:service:register',
+      'devexit:exit:start',
+      'devexit:service:close',
+      'devexit:exit:end',
+      // The natural end afterwards: the exit layer runs and finds nothing left.
+      'devexit:exit:start',
+      'devexit:exit:end',
+    ]);
+    expect(got[0]!.message).toEqual({
+      device: { type: 'cpu', typeId: 1, index: 0 },
+      service: 'queue',
+      registry: 'native',
+    });
+    expect(got[1]!.message).toEqual({ layer: 'shutdown' });
+    const close = got[2]!.message as unknown as CloseReportEntry;
+    expect(close).toMatchObject({
+      device: { type: 'cpu', index: 0 },
+      service: 'queue',
+      layer: 'shutdown',
+      outcome: 'ok',
+      drained: true,
+      dropped: 0,
+      pid: expect.any(Number),
+    });
+    expect(close.ms).toBeGreaterThan(0);
+    expect(got[3]!.message).toMatchObject({ layer: 'shutdown', closes: 1, failures: 0 });
+    expect(got[3]!.message.ms).toBeGreaterThanOrEqual(close.ms);
+    expect(got[4]!.message).toEqual({ layer: 'js-exit', code: 0 });
+    expect(got[5]!.message).toMatchObject({ layer: 'js-exit', code: 0, closes: 0, failures: 0 });
+    expect(lines(r, 'read ')).toEqual(['read 19']);
+  });
+
+  it('NODE_DEBUG=devexit prints the register and close lines (and nothing without it)', async () => {
+    const r = await runChild({
+      script: fixture('channels.cjs'),
+      env: { NODE_DEBUG: 'devexit' },
+      timeoutMs: 30_000,
+    });
+    expect(r.code, show(r)).toBe(0);
+    const debug = lines(r, 'DEVEXIT ').map((l) => l.replace(/^DEVEXIT \d+: /, ''));
+    expect(debug[0]).toBe('register cpu:0/queue (native)');
+    expect(debug[1]).toBe('shutdown begins');
+    expect(debug[2]).toMatch(/^close cpu:0\/queue ok in \d+\.\d\d ms \(shutdown\), drained$/);
+    expect(debug[3]).toMatch(/^shutdown ends in \d+\.\d\d ms: 1 close\(s\), 0 not ok$/);
+    const quiet = await runChild({ script: fixture('channels.cjs'), timeoutMs: 30_000 });
+    expect(lines(quiet, 'DEVEXIT ')).toEqual([]);
+  });
+});
