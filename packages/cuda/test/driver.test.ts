@@ -2,12 +2,12 @@
 // libcuda sees at exit. Its teardown makes later calls return CUDA_ERROR_DEINITIALIZED (4) rather
 // than crash; with devexit the thread has stopped before, and never sees 4.
 import { join } from 'node:path';
-import { type ChildResult, crashed, outcomes, runMany, summary } from '@devexit/testkit';
+import { type ChildResult, crashed, outcomes, runMany, summary, testRuns } from '@devexit/testkit';
 import { describe, expect, it } from 'vitest';
 import { cleanUpNvidiactl, fixtures, REAL_ENV, skipped, unavailable, useEnv } from './runtimes.js';
 
-const RUNS = 20;
-const LINGER_RUNS = 5;
+const RUNS = testRuns(20);
+const LINGER_RUNS = testRuns(5);
 const DEINIT = 'CUDA_ERROR_DEINITIALIZED';
 const COMPILER = 'cuda-host:0/compiler';
 

@@ -3,12 +3,12 @@
 // join), the running command finishes, and no call reaches libcuda after its teardown.
 import { join } from 'node:path';
 import { standinCudaPath } from '@devexit/standins-cuda';
-import { type ChildResult, crashed, outcomes, runMany, summary } from '@devexit/testkit';
+import { type ChildResult, crashed, outcomes, runMany, summary, testRuns } from '@devexit/testkit';
 import { describe, expect, it } from 'vitest';
 import { fixtures, skipped, unavailable } from './runtimes.js';
 
-const RUNS = 20;
-const CONTROL_RUNS = 5;
+const RUNS = testRuns(20);
+const CONTROL_RUNS = testRuns(5);
 const DEINIT = 'CUDA_ERROR_DEINITIALIZED';
 const BOTH = { 'cuda:0/queue': 1, 'cuda-host:0/compiler': 1 };
 

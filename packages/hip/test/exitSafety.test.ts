@@ -4,10 +4,10 @@
 // crashes a late caller); kernels cannot run on the real runtime without an AMD GPU.
 import { join } from 'node:path';
 import { standinHipPath } from '@devexit/standins-hip';
-import { type ChildResult, crashed, outcomes, runMany, summary } from '@devexit/testkit';
+import { type ChildResult, crashed, outcomes, runMany, summary, testRuns } from '@devexit/testkit';
 import { describe, expect, it } from 'vitest';
 
-const RUNS = 20;
+const RUNS = testRuns(20);
 const fixture = (name: string) => join(__dirname, 'fixtures', name);
 const hipModule = require.resolve('@devexit/hip');
 const env = { DEVEXIT_HIP_LIBRARY: standinHipPath };

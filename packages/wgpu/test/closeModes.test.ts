@@ -1,12 +1,12 @@
 import { join } from 'node:path';
-import { type ChildResult, outcomes, runMany, summary } from '@devexit/testkit';
+import { type ChildResult, outcomes, runMany, summary, testRuns } from '@devexit/testkit';
 import { describe, expect, it } from 'vitest';
 import { unavailable } from './probe.js';
 
 // The finish-or-drop table of the README, on real Dawn, in child processes (closeServices() marks
 // the process as exiting, so it cannot run in the test process).
 const fixture = join(__dirname, 'fixtures', 'closeServices.cjs');
-const RUNS = 20;
+const RUNS = testRuns(20);
 const TIMEOUT_MS = 30_000;
 
 function show(r: ChildResult): string {

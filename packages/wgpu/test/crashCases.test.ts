@@ -1,13 +1,13 @@
 import { join } from 'node:path';
-import { type ChildResult, crashed, outcomes, runMany, summary } from '@devexit/testkit';
+import { type ChildResult, crashed, outcomes, runMany, summary, testRuns } from '@devexit/testkit';
 import { describe, expect, it } from 'vitest';
 import { dawnBackend, GLES_NO_TERMINATE_CRASH, unavailable, withoutDevexitEnv } from './probe.js';
 
 // The three Dawn crash cases of the issue, on real Dawn: 20 runs each with devexit, and a control
 // each that runs the same work without devexit's handling and must crash.
 const fixture = (name: string) => join(__dirname, 'fixtures', name);
-const RUNS = 20;
-const CONTROL_RUNS = 6;
+const RUNS = testRuns(20);
+const CONTROL_RUNS = testRuns(6);
 const TIMEOUT_MS = 30_000;
 
 function show(r: ChildResult): string {

@@ -9,6 +9,7 @@ import {
   outcomes,
   runMany,
   summary,
+  testRuns,
 } from '@devexit/testkit';
 import { describe, expect, it } from 'vitest';
 
@@ -21,7 +22,7 @@ import { describe, expect, it } from 'vitest';
  */
 
 const fixtures = join(__dirname, '..', 'fixtures');
-export const RUNS = Number(process.env.DEVEXIT_MATRIX_RUNS ?? 20);
+export const RUNS = testRuns(Number(process.env.DEVEXIT_MATRIX_RUNS ?? 20));
 const TIMEOUT_MS = 15_000;
 
 export type Build = 'glibc' | 'portable';

@@ -42,14 +42,12 @@ export function exitLatency(r: ChildResult): number | undefined {
   return m ? r.endedAt - Number(m[1]) : undefined;
 }
 
-/** Runs one child node process and collects what it did. Never hangs past timeoutMs. */
-export function runChild(options: ChildOptions): Promise<ChildResult> {
-  const timeoutMs = options.timeoutMs ?? 30_000;
-  const argv = [
-    ...(options.nodeArgs ?? []),
-    ...(options.script ? [options.script] : []),
-    ...(options.args ?? []),
-  ];
+/**
+ * The environment of a child process of a test: this one's, with the JSON close report on, the
+ * test runner's own variables removed, the ThreadSanitizer job's preload applied, then `extra`
+ * (undefined removes a variable). For tests that spawn children themselves.
+ */
+export function childEnv(extra?: Record<string, string | undefined>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, DEVEXIT_REPORT: 'json' };
   // Test runners set these for their workers; children must not inherit them.
   delete env.NODE_OPTIONS;
@@ -59,10 +57,22 @@ export function runChild(options: ChildOptions): Promise<ChildResult> {
   // The ThreadSanitizer job preloads its runtime into the children only (the test runner's own
   // native bundler is not ours to check): see tooling/scripts/sanitize.mjs.
   if (env.DEVEXIT_TEST_PRELOAD) env.LD_PRELOAD = env.DEVEXIT_TEST_PRELOAD;
-  for (const [k, v] of Object.entries(options.env ?? {})) {
+  for (const [k, v] of Object.entries(extra ?? {})) {
     if (v === undefined) delete env[k];
     else env[k] = v;
   }
+  return env;
+}
+
+/** Runs one child node process and collects what it did. Never hangs past timeoutMs. */
+export function runChild(options: ChildOptions): Promise<ChildResult> {
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  const argv = [
+    ...(options.nodeArgs ?? []),
+    ...(options.script ? [options.script] : []),
+    ...(options.args ?? []),
+  ];
+  const env = childEnv(options.env);
   const start = performance.now();
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, argv, { env, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -114,8 +124,28 @@ export function runChild(options: ChildOptions): Promise<ChildResult> {
   });
 }
 
-/** Runs `n` children, `concurrency` at a time (default 2: the CI machine has 2 cores). */
-export async function runMany(n: number, options: ChildOptions, concurrency = 2): Promise<ChildResult[]> {
+/**
+ * How many times to repeat a child: `n`, or DEVEXIT_TEST_RUNS where that is lower. The full
+ * counts are the default (the README's test command, CI's main run); CI's sanitizer jobs and its
+ * second wgpu run cap them, since they look for other faults than rare races.
+ */
+export function testRuns(n: number): number {
+  const raw = process.env.DEVEXIT_TEST_RUNS;
+  if (raw === undefined || raw === '') return n;
+  const cap = Number(raw);
+  if (!Number.isInteger(cap) || cap < 1)
+    throw new RangeError(
+      `DEVEXIT_TEST_RUNS must be a positive integer (a cap on repeated runs); got ${JSON.stringify(raw)}`,
+    );
+  return Math.min(n, cap);
+}
+
+/**
+ * Runs `n` children (capped by DEVEXIT_TEST_RUNS: see testRuns), `concurrency` at a time (default
+ * 2: the CI machine has 2 cores). Assert on the results' length, not on `n`.
+ */
+export async function runMany(runs: number, options: ChildOptions, concurrency = 2): Promise<ChildResult[]> {
+  const n = testRuns(runs);
   const results: ChildResult[] = new Array(n);
   let next = 0;
   const lanes = Array.from({ length: Math.min(concurrency, n) }, async () => {
