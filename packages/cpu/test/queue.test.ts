@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { Device, Queue } from '@devexit/core';
 import { backend, configuredDeviceCount } from '@devexit/cpu';
-import { runMany, summary } from '@devexit/testkit';
+import { runMany, summary, testRuns } from '@devexit/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const fixture = (name: string) => join(__dirname, 'fixtures', name);
@@ -108,7 +108,7 @@ describe('cpu queue and kernels', () => {
 
 describe('cpu devices in child processes', () => {
   it('DEVEXIT_CPU_DEVICES=3: three busy devices, process.exit, each queue closed once (10 runs)', async () => {
-    const results = await runMany(10, {
+    const results = await runMany(testRuns(10), {
       script: fixture('multiDevice.cjs'),
       env: { DEVEXIT_CPU_DEVICES: '3' },
       timeoutMs: 20_000,
@@ -127,7 +127,10 @@ describe('cpu devices in child processes', () => {
   });
 
   it('a device shared by main and a terminated worker: main still completes, closed once (10 runs)', async () => {
-    const results = await runMany(10, { script: fixture('sharedWithWorker.cjs'), timeoutMs: 20_000 });
+    const results = await runMany(testRuns(10), {
+      script: fixture('sharedWithWorker.cjs'),
+      timeoutMs: 20_000,
+    });
     for (const r of results) {
       expect(summary(r), `${r.stdout}\n${r.stderr}`).toEqual({
         code: 0,
@@ -143,7 +146,7 @@ describe('cpu devices in child processes', () => {
 
   it('an explicit close racing the exit close: one close, no crash, no hang (3 delays x 6 runs)', async () => {
     for (const delay of ['0', '2', '10']) {
-      const results = await runMany(6, {
+      const results = await runMany(testRuns(6), {
         script: fixture('closeRace.cjs'),
         args: [delay],
         timeoutMs: 20_000,
@@ -165,7 +168,10 @@ describe('cpu devices in child processes', () => {
   });
 
   it('closeServices() with reads queued: they settle (rejected as closed) and the process ends, no hang (5 runs)', async () => {
-    const runs = await runMany(5, { script: fixture('closeServicesPending.cjs'), timeoutMs: 20_000 });
+    const runs = await runMany(testRuns(5), {
+      script: fixture('closeServicesPending.cjs'),
+      timeoutMs: 20_000,
+    });
     for (const r of runs) {
       expect({ code: r.code, signal: r.signal, timedOut: r.timedOut }, r.stderr).toEqual({
         code: 0,
@@ -185,7 +191,7 @@ describe('cpu devices in child processes', () => {
   });
 
   it('a dropped flush rejected by closeServices() is not an unhandled rejection (10 runs)', async () => {
-    const runs = await runMany(10, { script: fixture('droppedFlush.cjs'), timeoutMs: 20_000 });
+    const runs = await runMany(testRuns(10), { script: fixture('droppedFlush.cjs'), timeoutMs: 20_000 });
     for (const r of runs) {
       expect({ code: r.code, signal: r.signal, timedOut: r.timedOut }, r.stderr).toEqual({
         code: 0,
@@ -197,7 +203,7 @@ describe('cpu devices in child processes', () => {
   });
 
   it('no queue starts once the process is exiting (ERR_DEVEXIT_EXITING)', async () => {
-    const [r] = await runMany(1, { script: fixture('afterExit.cjs'), timeoutMs: 20_000 });
+    const [r] = await runMany(testRuns(1), { script: fixture('afterExit.cjs'), timeoutMs: 20_000 });
     expect(r!.code, r!.stderr).toBe(0);
     expect(r!.stdout.trim()).toBe('ERR_DEVEXIT_EXITING');
   });

@@ -23,7 +23,7 @@ describe('DEVEXIT_SIGNALS with a busy cpu device (child processes)', () => {
     ['SIGINT', 130],
   ] as const) {
     it(`${signal} with 200 queued launches and a pending read: the read resolves with its result, the queue closes once, the process ends by ${signal} (${status} in a shell; ${testRuns(20)} runs)`, async () => {
-      const results = await runMany(20, {
+      const results = await runMany(testRuns(20), {
         script: fixture('signalDrain.cjs'),
         env: SIGNALS,
         signalOnReady: signal,
@@ -87,7 +87,7 @@ describe('DEVEXIT_SIGNALS with a busy cpu device (child processes)', () => {
   }
 
   it('control: without DEVEXIT_SIGNALS the same child dies by SIGTERM at once: nothing drained, nothing closed (5 runs)', async () => {
-    const results = await runMany(5, {
+    const results = await runMany(testRuns(5), {
       script: fixture('signalDrain.cjs'),
       signalOnReady: 'SIGTERM',
       timeoutMs: 60_000,
@@ -99,7 +99,7 @@ describe('DEVEXIT_SIGNALS with a busy cpu device (child processes)', () => {
   });
 
   it('a second signal mid-drain skips the rest: what is left is dropped and its promises reject, the queue closes once, the process ends by the first signal (10 runs)', async () => {
-    const results = await runMany(10, {
+    const results = await runMany(testRuns(10), {
       script: fixture('signalDrain.cjs'),
       env: SIGNALS,
       signalOnReady: 'SIGTERM',
@@ -124,7 +124,7 @@ describe('DEVEXIT_SIGNALS with a busy cpu device (child processes)', () => {
   });
 
   it("with the application's own listener devexit only drains and closes; the application ends the process (exit 7; 10 runs)", async () => {
-    const results = await runMany(10, {
+    const results = await runMany(testRuns(10), {
       script: fixture('signalDrain.cjs'),
       args: ['listener'],
       env: SIGNALS,
@@ -150,7 +150,7 @@ describe('DEVEXIT_SIGNALS with a busy cpu device (child processes)', () => {
     const results: ChildResult[] = [];
     for (const ms of [0, 5, 20, 60]) {
       results.push(
-        ...(await runMany(5, {
+        ...(await runMany(testRuns(5), {
           script: fixture('signalDrain.cjs'),
           args: ['race'],
           env: { FIXTURE_EXIT_MS: String(ms) },

@@ -3,12 +3,12 @@
 // on a service thread when they run crashes the process. devexit closes the compiler service
 // first, on every exit path.
 import { join } from 'node:path';
-import { type ChildResult, crashed, outcomes, runMany, summary, testRuns } from '@devexit/testkit';
+import { type ChildResult, crashed, outcomes, runMany, summary } from '@devexit/testkit';
 import { describe, expect, it } from 'vitest';
 import { fixtures, NO_DRIVER_ENV, skipped, unavailable } from './runtimes.js';
 
-const RUNS = testRuns(30);
-const CONTROL_RUNS = testRuns(10);
+const RUNS = 30;
+const CONTROL_RUNS = 10;
 const COMPILER = 'cuda-host:0/compiler';
 
 const PATHS = [

@@ -3,7 +3,7 @@
 // itself forever and the process no longer ends by it. The compiler service restores the flags
 // (addon/nvrtc_api.cc). Real NVRTC, no libcuda.
 import { join } from 'node:path';
-import { type ChildResult, runMany } from '@devexit/testkit';
+import { type ChildResult, runMany, testRuns } from '@devexit/testkit';
 import { describe, expect, it } from 'vitest';
 import { fixtures, NO_DRIVER_ENV, skipped, unavailable } from './runtimes.js';
 
@@ -23,7 +23,7 @@ describe('cuda: SIGTERM and SIGINT still end a process that compiled with NVRTC 
 
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     it(`${signal} with no listener ends the process by ${signal} after a compile (10 runs)`, async () => {
-      const results = await runMany(10, child('devexit', signal, 20_000));
+      const results = await runMany(testRuns(10), child('devexit', signal, 20_000));
       for (const r of results) {
         expect({ code: r.code, signal: r.signal, timedOut: r.timedOut }, tell(r)).toEqual({
           code: null,
@@ -35,7 +35,7 @@ describe('cuda: SIGTERM and SIGINT still end a process that compiled with NVRTC 
   }
 
   it('control: after a raw NVRTC compile (no devexit around it) SIGTERM no longer ends the process (5 runs, killed after 4 s)', async () => {
-    const results = await runMany(5, child('raw', 'SIGTERM', 4_000));
+    const results = await runMany(testRuns(5), child('raw', 'SIGTERM', 4_000));
     for (const r of results) expect(r.stdout, tell(r)).toContain('ready');
     const survived = results.filter((r) => r.timedOut).length;
     console.log(`raw NVRTC: ${survived}/5 survived SIGTERM`);

@@ -1,11 +1,11 @@
 // The real exit race on the real runtime: the compiler service's thread initialises HIP itself
 // and keeps calling it (hipGetDeviceCount, diagnostic keepalive) while the process exits.
 import { join } from 'node:path';
-import { type ChildResult, crashed, outcomes, runMany, summary, testRuns } from '@devexit/testkit';
+import { type ChildResult, crashed, outcomes, runMany, summary } from '@devexit/testkit';
 import { describe, expect, it } from 'vitest';
 import { realRuntime } from './realRuntime.js';
 
-const RUNS = testRuns(30);
+const RUNS = 30;
 const fixture = join(__dirname, 'fixtures', 'raceChild.cjs');
 // ROCm's teardown racing the thread often corrupts the heap silently on the process.exit paths
 // (0/20 detected); without tcache and fastbins glibc detects it at the next free and aborts.

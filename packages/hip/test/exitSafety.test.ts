@@ -53,7 +53,7 @@ describe(`a program that launches kernels and then frees its buffers (stand-in l
   // see the README's figures).
   for (const p of PATHS.filter((x) => x.path !== 'closeServices')) {
     it(`control: ${p.path} with DEVEXIT_GUARD=0 crashes in the stand-in's teardown (the assertion above can fail)`, async () => {
-      const results = await runMany(10, child(p.path, { DEVEXIT_GUARD: '0' }));
+      const results = await runMany(testRuns(10), child(p.path, { DEVEXIT_GUARD: '0' }));
       console.log(`frees ${p.path} DEVEXIT_GUARD=0: ${JSON.stringify(outcomes(results))}`);
       for (const r of results) expect(r.timedOut, tell(r)).toBe(false);
       expect(results.filter((r) => crashed(r)).length).toBeGreaterThanOrEqual(1);

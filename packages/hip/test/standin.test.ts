@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { closeServices } from '@devexit/core';
 import * as hip from '@devexit/hip';
 import { standinHipPath } from '@devexit/standins-hip';
-import { crashed, outcomes, runChild, runMany, summary } from '@devexit/testkit';
+import { crashed, outcomes, runChild, runMany, summary, testRuns } from '@devexit/testkit';
 import { describe, expect, it } from 'vitest';
 
 // Read when the library first loads (the first probe), not at import.
@@ -149,7 +149,7 @@ describe('hip probe and exit in child processes (stand-in libamdhip64)', () => {
 
   it('two devices inside HIP at process.exit: each queue closes once; with DEVEXIT_GUARD=0 the stand-in teardown crashes it (stand-in libamdhip64)', async () => {
     const opts = { script: fixture, args: ['twoDevices'], timeoutMs: 20_000 };
-    const on = await runMany(10, { ...opts, env: { DEVEXIT_HIP_LIBRARY: standinHipPath } });
+    const on = await runMany(testRuns(10), { ...opts, env: { DEVEXIT_HIP_LIBRARY: standinHipPath } });
     for (const r of on) {
       expect(summary(r), r.stderr).toEqual({
         code: 0,
@@ -160,7 +160,7 @@ describe('hip probe and exit in child processes (stand-in libamdhip64)', () => {
         failed: [],
       });
     }
-    const off = await runMany(10, {
+    const off = await runMany(testRuns(10), {
       ...opts,
       env: { DEVEXIT_HIP_LIBRARY: standinHipPath, DEVEXIT_GUARD: '0' },
     });

@@ -29,7 +29,7 @@ describe.skipIf(unavailable)('wgpu close modes (real Dawn)', () => {
   });
 
   it('closeServices() on the main thread closes its own GPUDevice; a Worker keeps its device (10 runs)', async () => {
-    const results = await runMany(10, { script: fixture, args: ['worker'], timeoutMs: TIMEOUT_MS });
+    const results = await runMany(testRuns(10), { script: fixture, args: ['worker'], timeoutMs: TIMEOUT_MS });
     console.log(`closeServices with a Worker's device open: ${JSON.stringify(outcomes(results))}`);
     for (const r of results) {
       expect(summary(r), show(r)).toMatchObject({ code: 0, signal: null, timedOut: false, crashed: false });

@@ -1,7 +1,7 @@
 import { copyFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { closeCounts, runChild, runMany } from '@devexit/testkit';
+import { closeCounts, runChild, runMany, testRuns } from '@devexit/testkit';
 import { describe, expect, it } from 'vitest';
 
 const fixtures = join(__dirname, '..', 'fixtures');
@@ -14,7 +14,7 @@ const addon = join(
 
 describe('native registry (child processes)', () => {
   it('8 native threads register 100k keys while a close runs: each accepted close runs exactly once, later ones are refused', async () => {
-    const runs = await runMany(3, {
+    const runs = await runMany(testRuns(3), {
       script: join(fixtures, 'stress.cjs'),
       args: ['8', '12500', '3'],
       timeoutMs: 60_000,
@@ -60,7 +60,7 @@ describe('native registry (child processes)', () => {
     const results = [];
     for (const ms of ['0', '1', '3', '10']) {
       results.push(
-        ...(await runMany(5, {
+        ...(await runMany(testRuns(5), {
           script: join(fixtures, 'shutdown.cjs'),
           args: ['race', ms],
           timeoutMs: 30_000,
@@ -99,7 +99,10 @@ describe('native registry (child processes)', () => {
   }
 
   it('a close past the deadline: warning, library teardown skipped, exit code kept, no crash', async () => {
-    const runs = await runMany(5, { script: join(fixtures, 'closeBehaviour.cjs'), args: ['timeout'] });
+    const runs = await runMany(testRuns(5), {
+      script: join(fixtures, 'closeBehaviour.cjs'),
+      args: ['timeout'],
+    });
     for (const r of runs) {
       expect({ code: r.code, signal: r.signal }, r.stderr).toEqual({ code: 5, signal: null });
       expect(r.stderr).toMatch(
@@ -112,7 +115,10 @@ describe('native registry (child processes)', () => {
   });
 
   it('a deadline passing while a helper thread is inside a close: same warning and exit code', async () => {
-    const runs = await runMany(5, { script: join(fixtures, 'closeBehaviour.cjs'), args: ['timeout-puller'] });
+    const runs = await runMany(testRuns(5), {
+      script: join(fixtures, 'closeBehaviour.cjs'),
+      args: ['timeout-puller'],
+    });
     for (const r of runs) {
       expect({ code: r.code, signal: r.signal }, r.stderr).toEqual({ code: 4, signal: null });
       expect(r.stderr).toMatch(/still running: standin:1\/loop; skipping library teardown/);
@@ -122,7 +128,10 @@ describe('native registry (child processes)', () => {
   });
 
   it('a deadline passing in the main-thread TLS layer keeps the exit code too', async () => {
-    const runs = await runMany(5, { script: join(fixtures, 'closeBehaviour.cjs'), args: ['timeout-tls'] });
+    const runs = await runMany(testRuns(5), {
+      script: join(fixtures, 'closeBehaviour.cjs'),
+      args: ['timeout-tls'],
+    });
     for (const r of runs) {
       expect({ code: r.code, signal: r.signal }, r.stderr).toEqual({ code: 6, signal: null });
       expect(r.report.map((e) => `${e.layer} ${e.outcome}`)).toEqual(['tls timeout']);
@@ -138,7 +147,10 @@ describe('native registry (child processes)', () => {
   });
 
   it('a failing close is reported on stderr and the other closes still run', async () => {
-    const runs = await runMany(5, { script: join(fixtures, 'closeBehaviour.cjs'), args: ['failure'] });
+    const runs = await runMany(testRuns(5), {
+      script: join(fixtures, 'closeBehaviour.cjs'),
+      args: ['failure'],
+    });
     for (const r of runs) {
       expect({ code: r.code, signal: r.signal }).toEqual({ code: 3, signal: null });
       expect(r.stderr).toContain('devexit: close of standin:0/loop failed: fixture close failure on purpose');
@@ -158,7 +170,7 @@ describe('native registry (child processes)', () => {
   });
 
   it('an explicit close unregisters: exit closes only what was opened after it', async () => {
-    const runs = await runMany(5, {
+    const runs = await runMany(testRuns(5), {
       script: join(fixtures, 'closeBehaviour.cjs'),
       args: ['explicit-then-exit'],
     });
