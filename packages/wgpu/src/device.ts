@@ -13,7 +13,8 @@ import {
   type Queue,
 } from '@devexit/core';
 import { builtinSource, type KernelSource, parseUserKernel } from './kernels.js';
-import { WgpuKernel, WgpuQueue } from './queue.js';
+import { WgpuQueue } from './queue.js';
+import { WgpuKernel } from './resources.js';
 import { exitState } from './state.js';
 import { drainPending } from './tracking.js';
 

@@ -1,6 +1,4 @@
 import {
-  argError,
-  type CheckedArg,
   checkCopy,
   checkFill,
   checkGrid,
@@ -28,6 +26,8 @@ import {
   type Queue,
 } from '@devexit/core';
 import { BYTE_COPY, type KernelSource, workgroups } from './kernels.js';
+import { type BoundArg, bindings, type LastBound, type Live, repeats, sameArgs } from './launchArgs.js';
+import { WgpuBuffer, WgpuKernel } from './resources.js';
 import { exitState } from './state.js';
 
 const UNIFORM_SLOT = 256;
@@ -47,57 +47,6 @@ export interface QueueOwner {
   /** The compiled pipeline of an internal kernel. */
   internal(source: KernelSource): WgpuKernel;
 }
-
-export class WgpuBuffer implements DeviceBuffer {
-  readonly device: DeviceId;
-  readonly size: number;
-  /** @internal The device object that allocated it. */
-  readonly owner: object;
-  /** @internal Undefined once freed. */
-  gpu: GPUBuffer | undefined;
-  constructor(owner: QueueOwner, size: number, gpu: GPUBuffer) {
-    this.device = owner.id;
-    this.size = size;
-    this.owner = owner;
-    this.gpu = gpu;
-  }
-}
-
-export class WgpuKernel implements Kernel {
-  readonly name: string;
-  /** @internal */
-  readonly source: KernelSource;
-  /** @internal */
-  readonly pipeline: GPUComputePipeline;
-  /** @internal */
-  readonly layout: GPUBindGroupLayout;
-  /** @internal */
-  readonly owner: object;
-  constructor(
-    name: string,
-    source: KernelSource,
-    pipeline: GPUComputePipeline,
-    layout: GPUBindGroupLayout,
-    owner: object,
-  ) {
-    this.name = name;
-    this.source = source;
-    this.pipeline = pipeline;
-    this.layout = layout;
-    this.owner = owner;
-  }
-}
-
-type Live = WgpuBuffer & { gpu: GPUBuffer };
-type BoundArg = { gpu: GPUBuffer; snapshot?: boolean } | Scalar;
-/** A kernel's last bind group; with the grid count that last launched it and its workgroups. */
-type LastBound = {
-  args: BoundArg[];
-  group: GPUBindGroup;
-  uniforms?: GPUBuffer | undefined;
-  grid?: number;
-  groups?: [number, number, number];
-};
 
 /**
  * The queue of a WgpuDevice: launches and copies are recorded into one command encoder and
@@ -424,87 +373,4 @@ export class WgpuQueue implements Queue {
   [Symbol.asyncDispose](): Promise<void> {
     return this.#d.close();
   }
-}
-
-/**
- * A launch's arguments are exactly those that were bound last (and checked then): the same live
- * buffers of this device, and scalars with one own key, of the same kind, with the same value.
- */
-function repeats(bound: BoundArg[], args: readonly KernelArg[]): boolean {
-  if (!Array.isArray(args) || args.length !== bound.length) return false;
-  for (let i = 0; i < bound.length; i++) {
-    const b = bound[i] as BoundArg;
-    const a: unknown = args[i];
-    if ('gpu' in b) {
-      if (b.snapshot || !(a instanceof WgpuBuffer) || a.gpu !== b.gpu) return false;
-      continue;
-    }
-    if (typeof a !== 'object' || a === null || Array.isArray(a) || a instanceof WgpuBuffer) return false;
-    let keys = 0;
-    for (const k in a) {
-      if (k !== b.kind || ++keys > 1) return false;
-    }
-    if (
-      keys !== 1 ||
-      !Object.hasOwn(a, b.kind) ||
-      !Object.is((a as Record<string, unknown>)[b.kind], b.value)
-    )
-      return false;
-  }
-  return true;
-}
-
-/** The same buffers and the same scalar values, in the same order. */
-function sameArgs(a: BoundArg[], b: BoundArg[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) {
-    const x = a[i] as BoundArg;
-    const y = b[i] as BoundArg;
-    if ('gpu' in x) {
-      if (!('gpu' in y) || x.gpu !== y.gpu || x.snapshot || y.snapshot) return false;
-    } else if ('gpu' in y || x.kind !== y.kind || !Object.is(x.value, y.value)) {
-      return false;
-    }
-  }
-  return true;
-}
-
-/**
- * The bind group entries of a checked launch, with what Dawn would refuse at dispatch handled
- * here, before anything is recorded: a buffer smaller than its binding's WGSL type is refused; a
- * buffer bound writable twice is refused; a buffer bound writable and also read-only is read
- * through a snapshot taken just before the dispatch (inputs are read before outputs are written,
- * as copy(b, b, n) and saxpy with x = y expect).
- */
-function bindings(kernel: WgpuKernel, args: CheckedArg<Live>[]): BoundArg[] {
-  const { params, bindings: slots } = kernel.source;
-  const name = (i: number) => `args[${i}] (${params[i]?.name ?? '?'})`;
-  const writer = new Map<GPUBuffer, number>();
-  args.forEach((a, i) => {
-    if (a.kind !== 'buffer') return;
-    const slot = slots[i];
-    if (slot?.minBytes !== undefined && a.buffer.gpu.size < slot.minBytes) {
-      throw outOfRangeError(
-        `${kernel.name} ${name(i)}`,
-        `${a.size} bytes`,
-        `its WGSL type needs at least ${slot.minBytes} bytes`,
-      );
-    }
-    if (slot?.access !== 'read_write') return;
-    const first = writer.get(a.buffer.gpu);
-    if (first !== undefined) {
-      throw argError(
-        `${name(i)} of ${kernel.name}`,
-        `another buffer than args[${first}]: WebGPU does not bind one buffer writable twice in one dispatch`,
-        a.buffer,
-        false,
-      );
-    }
-    writer.set(a.buffer.gpu, i);
-  });
-  return args.map((a, i) => {
-    if (a.kind !== 'buffer') return a;
-    const gpu = a.buffer.gpu;
-    return slots[i]?.access === 'read' && writer.has(gpu) ? { gpu, snapshot: true } : { gpu };
-  });
 }
