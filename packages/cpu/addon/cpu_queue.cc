@@ -89,36 +89,10 @@ void CpuQueue::VendorRelease() {
   if (pool_) pool_->Stop();
 }
 
-namespace {
-struct Devices {
-  std::mutex mu;
-  std::vector<CpuQueue *> slots;
-};
-Devices &TheDevices() {
-  static Devices &d = *new Devices();  // never destroyed: exit layers may still reach devices
-  return d;
-}
-}  // namespace
-
 CpuQueue *OpenDevice(uint32_t index, unsigned threads, std::string *error) {
-  const devexit_registry_v1 *reg = devexit::Registry(error);
-  if (!reg) return nullptr;
-  int type = reg->device_type("cpu");
-  if (type <= 0) {
-    *error = "device_type(\"cpu\") failed with status " + std::to_string(type);
-    return nullptr;
-  }
-  Devices &d = TheDevices();
-  std::lock_guard<std::mutex> lock(d.mu);
-  if (d.slots.size() <= index) d.slots.resize(index + 1, nullptr);
-  CpuQueue *&slot = d.slots[index];
-  if (!slot || slot->closed()) {
-    devexit_device_id id;
-    id.type = static_cast<uint16_t>(type);
-    id.index = index;
-    slot = new CpuQueue(id, threads);
-  }
-  return slot;
+  return devexit::DeviceSlots<CpuQueue>::Get().Open("cpu", index, error, [&](devexit_device_id id) {
+    return new CpuQueue(id, threads);
+  });
 }
 
 }  // namespace devexit_cpu

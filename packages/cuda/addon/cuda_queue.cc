@@ -235,36 +235,10 @@ void CudaQueue::VendorRelease() {
   context_ = nullptr;
 }
 
-namespace {
-struct Devices {
-  std::mutex mu;
-  std::vector<CudaQueue *> slots;
-};
-Devices &TheDevices() {
-  static Devices &d = *new Devices();  // never destroyed: exit layers may still reach devices
-  return d;
-}
-}  // namespace
-
 CudaQueue *OpenDevice(const CudaApi *api, uint32_t index, const std::string &arch, std::string *error) {
-  const devexit_registry_v1 *reg = devexit::Registry(error);
-  if (!reg) return nullptr;
-  int type = reg->device_type("cuda");
-  if (type <= 0) {
-    *error = "device_type(\"cuda\") failed with status " + std::to_string(type);
-    return nullptr;
-  }
-  Devices &d = TheDevices();
-  std::lock_guard<std::mutex> lock(d.mu);
-  if (d.slots.size() <= index) d.slots.resize(index + 1, nullptr);
-  CudaQueue *&slot = d.slots[index];
-  if (!slot || slot->closed()) {
-    devexit_device_id id;
-    id.type = static_cast<uint16_t>(type);
-    id.index = index;
-    slot = new CudaQueue(id, api, arch);
-  }
-  return slot;
+  return devexit::DeviceSlots<CudaQueue>::Get().Open("cuda", index, error, [&](devexit_device_id id) {
+    return new CudaQueue(id, api, arch);
+  });
 }
 
 }  // namespace devexit_cuda

@@ -198,36 +198,11 @@ void HipQueue::VendorRelease() {
   stream_ = nullptr;
 }
 
-namespace {
-struct Devices {
-  std::mutex mu;
-  std::vector<HipQueue *> slots;
-};
-Devices &TheDevices() {
-  static Devices &d = *new Devices();  // never destroyed: exit layers may still reach devices
-  return d;
-}
-}  // namespace
-
 HipQueue *OpenDevice(const HipApi *api, uint32_t index, std::string *error) {
-  const devexit_registry_v1 *reg = devexit::Registry(error);
-  if (!reg) return nullptr;
-  int type = reg->device_type("hip");
-  if (type <= 0) {
-    *error = "device_type(\"hip\") failed with status " + std::to_string(type);
-    return nullptr;
-  }
-  Devices &d = TheDevices();
-  std::lock_guard<std::mutex> lock(d.mu);
-  if (d.slots.size() <= index) d.slots.resize(index + 1, nullptr);
-  HipQueue *&slot = d.slots[index];
-  if (!slot || slot->closed() || slot->start_failed()) {
-    devexit_device_id id;
-    id.type = static_cast<uint16_t>(type);
-    id.index = index;
-    slot = new HipQueue(id, api, DeviceArch(api, static_cast<int>(index)));
-  }
-  return slot;
+  return devexit::DeviceSlots<HipQueue>::Get().Open(
+      "hip", index, error,
+      [&](devexit_device_id id) { return new HipQueue(id, api, DeviceArch(api, static_cast<int>(index))); },
+      [](const HipQueue &q) { return q.start_failed(); });
 }
 
 }  // namespace devexit_hip

@@ -363,4 +363,50 @@ class QueueService : public ServiceThread<QueueCommand> {
   std::string sticky_, sticky_name_;
 };
 
+// A backend's device services, one per device index, process-wide (every realm opens the same
+// one): OpenDevice() of the cpu, cuda and hip backends. Get() is never destroyed, nor is a service
+// it replaced: an exit layer or another realm may still reach it.
+template <typename Service>
+class DeviceSlots {
+ public:
+  static DeviceSlots &Get() {
+    static DeviceSlots &slots = *new DeviceSlots();
+    return slots;
+  }
+
+  // The service of device `index` of type `type_name`: the one handed out before, or, when there
+  // is none, it closed or `stale(service)` says it is unusable, a new one from make(id) (called
+  // under the lock). nullptr with *error when the registry or the device type cannot be had.
+  template <typename Make, typename Stale>
+  Service *Open(const char *type_name, uint32_t index, std::string *error, Make &&make, Stale &&stale) {
+    const devexit_registry_v1 *reg = Registry(error);
+    if (!reg) return nullptr;
+    const int type = reg->device_type(type_name);
+    if (type <= 0) {
+      *error = std::string("device_type(\"") + type_name + "\") failed with status " + std::to_string(type);
+      return nullptr;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (slots_.size() <= index) slots_.resize(index + 1, nullptr);
+    Service *&slot = slots_[index];
+    if (!slot || slot->closed() || stale(*slot)) {
+      devexit_device_id id;
+      id.type = static_cast<uint16_t>(type);
+      id.index = index;
+      slot = make(id);
+    }
+    return slot;
+  }
+
+  template <typename Make>
+  Service *Open(const char *type_name, uint32_t index, std::string *error, Make &&make) {
+    return Open(type_name, index, error, std::forward<Make>(make), [](const Service &) { return false; });
+  }
+
+ private:
+  DeviceSlots() = default;
+  std::mutex mu_;
+  std::vector<Service *> slots_;
+};
+
 }  // namespace devexit
