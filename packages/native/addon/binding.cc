@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 
+#include "devexit_external_word.hpp"
 #include "internal.h"
 
 namespace devexit {
@@ -134,18 +135,8 @@ Napi::Value BindHurryShutdown(const Napi::CallbackInfo &info) {
 // A 4-byte view of the native flag, so that JS reads it without a call. Undefined where the
 // runtime refuses external buffers (then JS falls back to isExiting()).
 Napi::Value ExitingFlagBuffer(const Napi::CallbackInfo &info) {
-  napi_value ab;
-  void *data = const_cast<uint32_t *>(Host()->exiting_flag);
-  napi_status st = napi_create_external_arraybuffer(info.Env(), data, sizeof(uint32_t), nullptr, nullptr, &ab);
-  if (st != napi_ok) {
-    // Clear any pending exception left by the refusal.
-    napi_value ignored;
-    bool pending = false;
-    napi_is_exception_pending(info.Env(), &pending);
-    if (pending) napi_get_and_clear_last_exception(info.Env(), &ignored);
-    return info.Env().Undefined();
-  }
-  return Napi::Value(info.Env(), ab);
+  napi_value buffer = ExternalWordBuffer(info.Env(), Host()->exiting_flag);
+  return buffer ? Napi::Value(info.Env(), buffer) : info.Env().Undefined();
 }
 
 Napi::Value DeviceType(const Napi::CallbackInfo &info) {

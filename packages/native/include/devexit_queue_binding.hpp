@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "devexit_external_word.hpp"
 #include "devexit_queue.hpp"
 
 namespace devexit {
@@ -174,16 +175,8 @@ inline Napi::Value Closed(const Napi::CallbackInfo &info) {
 // runtime refuses external buffers (JS then calls closed()).
 inline Napi::Value ClosedFlag(const Napi::CallbackInfo &info) {
   static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t), "the closed word is read as a plain u32");
-  napi_value ab;
-  if (napi_create_external_arraybuffer(info.Env(), Service(info[0])->closed_word(), sizeof(uint32_t), nullptr, nullptr,
-                                       &ab) != napi_ok) {
-    napi_value ignored;
-    bool pending = false;
-    napi_is_exception_pending(info.Env(), &pending);
-    if (pending) napi_get_and_clear_last_exception(info.Env(), &ignored);
-    return info.Env().Undefined();
-  }
-  return Napi::Value(info.Env(), ab);
+  napi_value buffer = ExternalWordBuffer(info.Env(), Service(info[0])->closed_word());
+  return buffer ? Napi::Value(info.Env(), buffer) : info.Env().Undefined();
 }
 
 inline void Export(Napi::Env env, Napi::Object exports) {
