@@ -1,4 +1,5 @@
 import type { DevexitLogger } from './diagnostics.js';
+import { mainThread } from './exitLayer.js';
 import {
   DEFAULT_TIMEOUT_MS,
   type OnTimeout,
@@ -108,8 +109,7 @@ function checkSignals(value: unknown): readonly ShutdownSignal[] {
 
 function applySignals(signals: readonly ShutdownSignal[]): void {
   // Signals reach the main thread only.
-  const { isMainThread } = require('node:worker_threads') as typeof import('node:worker_threads');
-  if (isMainThread) installSignals(signals);
+  if (mainThread()) installSignals(signals);
 }
 
 /** The deadline and policy in force (process-wide with @devexit/native), and this realm's signals. */

@@ -270,6 +270,8 @@ export function installExitHooks(): void {
       'DEVEXIT_LAYER_NOT_ARMED',
     );
   }
-  // DEVEXIT_SIGNALS: from the first registration on, a signal drains and closes first.
-  if (mainThread()) installSignals(realmSettings().signals);
+  // DEVEXIT_SIGNALS: from the first registration on, a signal drains and closes first. None set
+  // (the usual case): nothing to listen to, and no need to ask which thread this is.
+  const { signals } = realmSettings();
+  if (signals.length > 0 && mainThread()) installSignals(signals);
 }
