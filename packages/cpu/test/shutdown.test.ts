@@ -98,28 +98,25 @@ describe('DEVEXIT_SIGNALS with a busy cpu device (child processes)', () => {
     }
   });
 
-  it('a second signal mid-drain skips the rest: what is left is dropped and its promises reject, the queue closes once, the process ends by the first signal (10 runs)', async () => {
+  it('a second signal mid-drain ends the process at once, by that signal: nothing more drains or closes, and nothing crashes (10 runs)', async () => {
     const results = await runMany(testRuns(10), {
       script: fixture('signalDrain.cjs'),
-      env: SIGNALS,
+      // 2,000 launches of 16 MiB: seconds of work, so the drain is still going when SIGINT comes.
+      env: { ...SIGNALS, FIXTURE_LAUNCHES: '2000' },
       signalOnReady: 'SIGTERM',
       signalOn: [{ line: 'draining', signal: 'SIGINT', delayMs: 20 }],
       timeoutMs: 60_000,
     });
     for (const r of results) {
-      expect(summary(r, 'SIGTERM'), show(r)).toEqual({
+      expect(summary(r, 'SIGINT'), show(r)).toEqual({
         code: null,
-        signal: 'SIGTERM',
+        signal: 'SIGINT',
         timedOut: false,
         crashed: false,
-        closes: { 'cpu:0/queue': 1 },
+        closes: {},
         failed: [],
       });
-      const close = queueCloses(r)[0]!;
-      expect(close, show(r)).toMatchObject({ layer: 'shutdown', outcome: 'ok', drained: false });
-      expect(close.dropped, show(r)).toBeGreaterThan(0);
-      expect(lines(r, 'read '), show(r)).toEqual(['read failed ERR_DEVEXIT_DEVICE_CLOSED']);
-      expect(lines(r, 'flush '), show(r)).toEqual(['flush failed ERR_DEVEXIT_DEVICE_CLOSED']);
+      expect(lines(r, 'read '), show(r)).toEqual([]);
     }
   });
 
