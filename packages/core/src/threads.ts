@@ -415,7 +415,9 @@ export function endStuck(stuck: Stuck[], code: number, signal?: string): never |
   }
   if (signal) {
     // A signal started it: the process ends by that signal, as without devexit.
-    const signo = (require('node:os') as typeof import('node:os')).constants.signals[signal as NodeJS.Signals];
+    const signo = (require('node:os') as typeof import('node:os')).constants.signals[
+      signal as NodeJS.Signals
+    ];
     if (native?.endProcess && typeof signo === 'number')
       return native.endProcess(0, `${stuckText(stuck)}; ending the process by ${signal}\n`, signo);
     writeStderr(`${stuckText(stuck)}; ending the process by ${signal}\n`);

@@ -17,6 +17,39 @@ const queueCloses = (r: ChildResult) =>
 // A generous deadline: a loaded machine must not turn a drain into a drop.
 const SIGNALS = { DEVEXIT_SIGNALS: 'SIGINT,SIGTERM', DEVEXIT_TIMEOUT_MS: '20000' };
 
+describe('shutdown() together with a device close: one drain, nothing lost (child processes)', () => {
+  const run = (args: string[]) =>
+    runMany(testRuns(4), { script: fixture('closeDuringShutdown.cjs'), args, timeoutMs: 60_000 });
+  const reports = (r: ChildResult) =>
+    lines(r, 'report ').map((l) => JSON.parse(l.slice('report '.length)) as Array<Record<string, unknown>>);
+
+  it.each([
+    ['shutdown(), then device.close() in the same turn', ['shutdown-first']],
+    ['device.close(), then shutdown()', ['close-first']],
+    ['shutdown(), then asyncDispose()', ['dispose']],
+    ['shutdown(), device.close() a turn later', ['shutdown-then-close', '0']],
+    ['shutdown(), device.close() 2 ms later', ['shutdown-then-close', '2']],
+    ['shutdown(), device.close() 20 ms later', ['shutdown-then-close', '20']],
+  ])(
+    '%s: the pending read resolves with its result; the report, where it has the close, says drained (4 runs)',
+    async (_, args) => {
+      for (const r of await run(args)) {
+        expect({ code: r.code, signal: r.signal }, show(r)).toEqual({ code: 0, signal: null });
+        expect(lines(r, 'read '), show(r)).toEqual(['read 100']);
+        for (const e of reports(r)[0] ?? [])
+          expect(e, show(r)).toMatchObject({ service: 'queue', drained: true, dropped: 0 });
+      }
+    },
+  );
+
+  it('control: closeServices() 2 ms into the drain drops the rest: the read rejects, the report says so (4 runs)', async () => {
+    for (const r of await run(['closeServices', '2'])) {
+      expect(lines(r, 'read '), show(r)).toEqual(['read failed ERR_DEVEXIT_DEVICE_CLOSED']);
+      expect(reports(r)[0], show(r)).toEqual([expect.objectContaining({ service: 'queue', drained: false })]);
+    }
+  });
+});
+
 describe('DEVEXIT_SIGNALS with a busy cpu device (child processes)', () => {
   for (const [signal, status] of [
     ['SIGTERM', 143],
