@@ -53,7 +53,15 @@ export interface BindingModule {
    * the registry's owner is older).
    */
   watch(
-    spec: { layer: string; exitCode: number; signal: number; type: number; index: number; service: string; what: string },
+    spec: {
+      layer: string;
+      exitCode: number;
+      signal: number;
+      type: number;
+      index: number;
+      service: string;
+      what: string;
+    },
     deadlineMs: number,
   ): boolean;
   /** 2: the watchdog reported it at the deadline; 1: past the deadline; 0. */
