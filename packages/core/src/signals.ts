@@ -54,9 +54,14 @@ function removeAll(): void {
   listeners.clear();
 }
 
-/** Ends the process by `signal` now: devexit's listeners removed, the signal raised again. */
+/**
+ * Ends the process by `signal` now: devexit's listeners removed, the signal raised again. As PID 1
+ * (a container's entrypoint) the kernel delivers only signals that have a handler, so the raised
+ * one would do nothing: it ends with 128 + the signal's number instead, as a shell would report it.
+ */
 function endBy(signal: NodeJS.Signals): void {
   removeAll();
+  if (process.pid === 1) process.exit(128 + signalNumber(signal));
   process.kill(process.pid, signal);
   setTimeout(() => process.exit(128 + signalNumber(signal)), FALLBACK_EXIT_MS);
 }

@@ -49,7 +49,7 @@ export async function terminate(worker: Worker, options?: TerminateOptions): Pro
 async function stopAndTerminate(worker: Worker): Promise<number> {
   const plain = () => originalTerminate().call(worker) as Promise<number>;
   const id = worker.threadId;
-  if (id < 0) return plain();
+  if (id < 0 || !settings().layers.js) return plain();
   threadsState();
   listen();
   if (!knownWords(id)) await settle();

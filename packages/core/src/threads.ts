@@ -422,6 +422,7 @@ export function endStuck(stuck: Stuck[], code: number, signal?: string): never |
       return native.endProcess(0, `${stuckText(stuck)}; ending the process by ${signal}\n`, signo);
     writeStderr(`${stuckText(stuck)}; ending the process by ${signal}\n`);
     for (const l of process.listeners(signal as NodeJS.Signals)) process.removeListener(signal, l);
+    if (process.pid === 1 && typeof signo === 'number') process.exit(128 + signo);
     process.kill(process.pid, signal as NodeJS.Signals);
     return undefined;
   }

@@ -21,6 +21,7 @@ import {
   SEEN,
   STOP_EXIT,
   STOP_SHUTDOWN,
+  STOP_TERMINATE,
   type StopMessage,
   stopAsync,
   targets,
@@ -85,6 +86,9 @@ function runStop(deadline: number, self?: number): Promise<void> {
     Atomics.store(own, W_STATE, CLOSED);
     Atomics.notify(own, W_STATE);
     if (self !== undefined) (realExit as (code?: number) => never).call(process, self);
+    // terminate(): the stopper terminates it now; until then it must not end on its own (its
+    // exit code is the terminated Worker's, 1, whatever its loop does meanwhile).
+    else if (mode === STOP_TERMINATE) setInterval(() => {}, 1 << 30);
   })();
   t.stopping = stopping;
   return stopping;
@@ -124,6 +128,8 @@ export function armWorkerSide(): void {
   if (wt.isMainThread) return;
   const t = threadsState();
   if (t.announced) return;
+  // DEVEXIT_GUARD=0 / DEVEXIT_LAYERS without js: nothing of devexit's runs at a Worker's end.
+  if (!settings().layers.js) return;
   t.announced = true;
   const id = wt.threadId;
   tellChildrenParent(id);

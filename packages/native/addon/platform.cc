@@ -53,6 +53,9 @@ void QuickExit(int code) {
 void QuickExitBySignal(int signal) {
   fflush(nullptr);
 #if !defined(_WIN32)
+  // PID 1 (a container's entrypoint): the kernel drops signals without a handler; end as a shell
+  // would report that signal.
+  if (getpid() == 1) std::_Exit(128 + signal);
   struct sigaction action = {};
   action.sa_handler = SIG_DFL;
   sigemptyset(&action.sa_mask);
