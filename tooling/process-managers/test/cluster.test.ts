@@ -29,7 +29,13 @@ interface ClusterRun {
   child: ChildResult;
   records: AppRecord[];
   /** The primary's line: the worker's 'exit' event and when it came. */
-  worker?: { code: number | null; signal: string | null; exitedAfterDisconnect: boolean; ms: number | null; graceExpired: boolean };
+  worker?: {
+    code: number | null;
+    signal: string | null;
+    exitedAfterDisconnect: boolean;
+    ms: number | null;
+    graceExpired: boolean;
+  };
 }
 
 const show = (r: ClusterRun) =>
@@ -57,7 +63,13 @@ async function stopWorkers(
     const child = await runChild({
       script: primary,
       args: [action, String(graceMs)],
-      env: { FIXTURE_OUT: out, DEVEXIT_TIMEOUT_MS, DEVEXIT_CPU_THREADS: '1', DEVEXIT_SIGNALS: undefined, ...env },
+      env: {
+        FIXTURE_OUT: out,
+        DEVEXIT_TIMEOUT_MS,
+        DEVEXIT_CPU_THREADS: '1',
+        DEVEXIT_SIGNALS: undefined,
+        ...env,
+      },
       timeoutMs: graceMs + 60_000,
     });
     const records = readRecords(out);
@@ -68,7 +80,11 @@ async function stopWorkers(
   });
 }
 
-const primaryEnded = (r: ClusterRun) => ({ code: r.child.code, signal: r.child.signal, timedOut: r.child.timedOut });
+const primaryEnded = (r: ClusterRun) => ({
+  code: r.child.code,
+  signal: r.child.signal,
+  timedOut: r.child.timedOut,
+});
 const workerEnd = (r: ClusterRun) => {
   const { ms: _ms, ...end } = r.worker ?? { ms: null };
   return end;

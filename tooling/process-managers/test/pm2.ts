@@ -9,6 +9,8 @@ import { childEnv } from '@devexit/testkit';
 // started, checking that nothing survived.
 
 const PM2_BIN = join(dirname(require.resolve('pm2/package.json')), 'bin', 'pm2');
+const LOG_DATE_FORMAT = 'YYYY-MM-DDTHH:mm:ss.SSS';
+const STAMP = '(\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}): PM2 log: ';
 
 /** Is `pid` running (a zombie is not)? */
 export function alive(pid: number): boolean {
@@ -59,6 +61,8 @@ export class Pm2Daemon {
       PM2_HOME: this.home,
       PM2_DISCRETE_MODE: 'true', // no banner, no first-run version check
       PM2_DISABLE_VERSION_CHECK: 'true',
+      // The daemon's log lines with milliseconds: how long a stop took, from PM2's side.
+      PM2_LOG_DATE_FORMAT: LOG_DATE_FORMAT,
       DEVEXIT_SIGNALS: undefined,
       DEVEXIT_TIMEOUT_MS: undefined,
     });
@@ -110,6 +114,27 @@ export class Pm2Daemon {
     } catch {
       return '';
     }
+  }
+
+  /**
+   * How PM2 saw `name` stop: its "exited with code [c] via signal [s]" line, and the ms from its
+   * "Stopping app" line (written just before it sends the signal and starts the kill_timeout
+   * timer) to that one. Undefined until the daemon logged both.
+   */
+  stopped(name: string): { code: number; signal: string; ms: number } | undefined {
+    const log = this.log();
+    const stopping = new RegExp(`^${STAMP}Stopping app:${name} id:\\d+$`, 'm').exec(log);
+    const exited = new RegExp(
+      `^${STAMP}App \\[${name}:\\d+\\] exited with code \\[(-?\\d+)\\] via signal \\[(\\w+)\\]$`,
+      'm',
+    ).exec(log);
+    if (!stopping || !exited) return undefined;
+    // Both stamps in the daemon's local time: their difference is what counts.
+    return {
+      code: Number(exited[2]),
+      signal: exited[3]!,
+      ms: Date.parse(exited[1]!) - Date.parse(stopping[1]!),
+    };
   }
 
   daemonPid(): number | undefined {

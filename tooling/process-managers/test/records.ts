@@ -36,7 +36,8 @@ export function appSummary(records: AppRecord[]) {
   const closes: Record<string, string[]> = {};
   for (const c of of('close')) {
     const what = `${c.layer} ${c.outcome}${c.drained === null ? '' : ` drained=${c.drained} dropped=${c.dropped}`}`;
-    (closes[c.service as string] ??= []).push(what);
+    const service = c.service as string;
+    closes[service] = [...(closes[service] ?? []), what];
   }
   return {
     started: of('start').length,
@@ -81,7 +82,9 @@ export async function waitForRecord(file: string, ev: string, timeoutMs: number)
     const records = readRecords(file);
     if (records.some((r) => r.ev === ev || r.ev === 'failed')) return records;
     if (Date.now() > until)
-      throw new Error(`the app wrote no "${ev}" within ${timeoutMs} ms: ${JSON.stringify(records.slice(-5))}`);
+      throw new Error(
+        `the app wrote no "${ev}" within ${timeoutMs} ms: ${JSON.stringify(records.slice(-5))}`,
+      );
     await new Promise((r) => setTimeout(r, 25));
   }
 }
@@ -113,7 +116,7 @@ export const DRAINED = (signal: string | null) => ({
 export function figures<T>(label: string, runs: T[], pick: (r: T) => Record<string, number | undefined>) {
   const cols: Record<string, number[]> = {};
   for (const r of runs)
-    for (const [k, v] of Object.entries(pick(r))) if (v !== undefined) (cols[k] ??= []).push(v);
+    for (const [k, v] of Object.entries(pick(r))) if (v !== undefined) cols[k] = [...(cols[k] ?? []), v];
   const parts = Object.entries(cols).map(([k, xs]) => {
     const sorted = [...xs].sort((a, b) => a - b);
     return `${k} ms median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(0)} max ${sorted.at(-1)!.toFixed(0)}`;
