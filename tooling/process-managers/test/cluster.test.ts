@@ -46,7 +46,7 @@ const show = (r: ClusterRun) =>
 
 /** Runs the primary `RUNS` times; a worker left running fails the test (and is killed). */
 async function stopWorkers(
-  action: 'kill' | 'disconnect',
+  action: 'kill' | 'disconnect' | 'group',
   graceMs: number,
   env: Record<string, string>,
 ): Promise<ClusterRun[]> {
@@ -72,9 +72,12 @@ async function stopWorkers(
       },
       timeoutMs: graceMs + 60_000,
     });
-    const records = readRecords(out);
-    const pid = appPid(records);
+    const pid = appPid(readRecords(out));
     if (pid) pids.push(pid);
+    // A worker whose primary died goes on alone: its end is what the test looks at.
+    const until = Date.now() + graceMs + 30_000;
+    while (pid && alive(pid) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    const records = readRecords(out);
     const line = child.stdout.split('\n').find((l) => l.startsWith('{'));
     return { child, records, worker: line ? JSON.parse(line) : undefined };
   });
@@ -173,6 +176,49 @@ describe("Node's cluster: cluster.disconnect() (no signal)", () => {
         exitEvent: null,
         failures: [],
         worker: { code: null, signal: 'SIGKILL', exitedAfterDisconnect: true, graceExpired: true },
+      });
+    }
+  }, 600_000);
+});
+
+describe('SIGTERM to the primary and the worker at once (a process-group kill: systemd, Ctrl-C)', () => {
+  it(`a primary that listens to SIGTERM and waits for its worker: the worker drains, each close runs once, it ends by SIGTERM (${RUNS} runs)`, async () => {
+    const runs = await stopWorkers('group', GRACE_MS, {
+      DEVEXIT_SIGNALS: 'SIGINT,SIGTERM',
+      PRIMARY_WAITS: '1',
+    });
+    for (const r of runs) {
+      expect(primaryEnded(r), show(r)).toEqual({ code: 0, signal: null, timedOut: false });
+      expect({ ...appSummary(r.records), worker: workerEnd(r) }, show(r)).toEqual({
+        ...DRAINED('SIGTERM'),
+        exitEvent: null,
+        failures: [],
+        worker: { code: null, signal: 'SIGTERM', exitedAfterDisconnect: false, graceExpired: false },
+      });
+    }
+  }, 600_000);
+
+  it(`a primary that dies at once: Node's cluster ends the orphaned worker with process.exit(0) in the middle of devexit's drain; the read in flight is lost, each close still runs once (${RUNS} runs)`, async () => {
+    // Batches of 400 launches (seconds of queue work each): the primary's end closes the channel
+    // at once, long before the drain could finish what is queued.
+    const runs = await stopWorkers('group', GRACE_MS, {
+      DEVEXIT_SIGNALS: 'SIGINT,SIGTERM',
+      FIXTURE_LAUNCHES: '400',
+    });
+    for (const r of runs) {
+      expect(primaryEnded(r), show(r)).toEqual({ code: null, signal: 'SIGTERM', timedOut: false });
+      const s = appSummary(r.records);
+      // Whether devexit's shutdown began before the channel closed is a race between the two
+      // events; what follows does not depend on it.
+      const closes = Object.fromEntries(Object.entries(s.closes).map(([k, v]) => [k, v.length]));
+      expect(
+        { readsLost: s.readsLost > 0, closes, appCloses: s.appCloses, exitEvent: s.exitEvent },
+        show(r),
+      ).toEqual({
+        readsLost: true,
+        closes: { queue: 1, app: 1 },
+        appCloses: 1,
+        exitEvent: 0,
       });
     }
   }, 600_000);
