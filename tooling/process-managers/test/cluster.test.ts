@@ -11,7 +11,9 @@ import {
   DRAINED,
   drainMs,
   figures,
+  LOST,
   listenersSeen,
+  lossSummary,
   readRecords,
   repeat,
 } from './records';
@@ -95,6 +97,33 @@ const workerEnd = (r: ClusterRun) => {
 const only = { SIGINT: ['onSignal'], SIGTERM: ['onSignal'] };
 const none = { SIGINT: [], SIGTERM: [] };
 
+/** Each run drained (primary ended cleanly) and its worker ended as `worker` says, in time. */
+function expectDrained(
+  runs: ClusterRun[],
+  signal: string | null,
+  exitEvent: number | null,
+  worker: NonNullable<ReturnType<typeof workerEnd>>,
+) {
+  for (const r of runs) {
+    expect(primaryEnded(r), show(r)).toEqual({ code: 0, signal: null, timedOut: false });
+    expect({ ...appSummary(r.records), worker: workerEnd(r) }, show(r)).toEqual({
+      ...DRAINED(signal),
+      exitEvent,
+      failures: [],
+      worker,
+    });
+    expect(r.worker?.ms, show(r)).toBeLessThan(GRACE_MS);
+  }
+}
+
+/** Each run lost its read in flight, ran no close, and its worker ended as `worker` says. */
+function expectLost(runs: ClusterRun[], worker: NonNullable<ReturnType<typeof workerEnd>>) {
+  for (const r of runs) {
+    expect(primaryEnded(r), show(r)).toEqual({ code: 0, signal: null, timedOut: false });
+    expect({ ...lossSummary(r.records), worker: workerEnd(r) }, show(r)).toEqual({ ...LOST, worker });
+  }
+}
+
 describe("Node's cluster: worker.kill() (SIGTERM)", () => {
   it(`with DEVEXIT_SIGNALS=SIGINT,SIGTERM: the read in flight resolves with its value, each close runs once, the worker ends by SIGTERM inside the grace period (${RUNS} runs)`, async () => {
     const runs = await stopWorkers('kill', GRACE_MS, { DEVEXIT_SIGNALS: 'SIGINT,SIGTERM' });
@@ -102,40 +131,20 @@ describe("Node's cluster: worker.kill() (SIGTERM)", () => {
       stop: r.worker?.ms ?? undefined,
       drain: drainMs(r.records),
     }));
-    for (const r of runs) {
-      expect(primaryEnded(r), show(r)).toEqual({ code: 0, signal: null, timedOut: false });
-      expect({ ...appSummary(r.records), worker: workerEnd(r) }, show(r)).toEqual({
-        ...DRAINED('SIGTERM'),
-        exitEvent: null,
-        failures: [],
-        worker: { code: null, signal: 'SIGTERM', exitedAfterDisconnect: false, graceExpired: false },
-      });
-      // Node's cluster adds no signal listener to a worker: devexit's are the only ones.
-      expect(listenersSeen(r.records), show(r)).toEqual({ start: only, shutdown: only });
-      expect(r.worker?.ms, show(r)).toBeLessThan(GRACE_MS);
-    }
+    expectDrained(runs, 'SIGTERM', null, {
+      code: null,
+      signal: 'SIGTERM',
+      exitedAfterDisconnect: false,
+      graceExpired: false,
+    });
+    // Node's cluster adds no signal listener to a worker: devexit's are the only ones.
+    for (const r of runs) expect(listenersSeen(r.records), show(r)).toEqual({ start: only, shutdown: only });
   }, 600_000);
 
   it(`control, without DEVEXIT_SIGNALS: SIGTERM ends the worker at once, the read in flight is lost, no close runs (${RUNS} runs)`, async () => {
     const runs = await stopWorkers('kill', GRACE_MS, {});
-    for (const r of runs) {
-      expect(primaryEnded(r), show(r)).toEqual({ code: 0, signal: null, timedOut: false });
-      const s = appSummary(r.records);
-      expect({ ...s, readsLost: s.readsLost > 0, worker: workerEnd(r) }, show(r)).toEqual({
-        started: 1,
-        ready: 1,
-        shutdowns: [],
-        wrongValues: 0,
-        readsFailed: [],
-        readsLost: true,
-        closes: {},
-        appCloses: 0,
-        exitEvent: null,
-        failures: [],
-        worker: { code: null, signal: 'SIGTERM', exitedAfterDisconnect: false, graceExpired: false },
-      });
-      expect(listenersSeen(r.records), show(r)).toEqual({ start: none });
-    }
+    expectLost(runs, { code: null, signal: 'SIGTERM', exitedAfterDisconnect: false, graceExpired: false });
+    for (const r of runs) expect(listenersSeen(r.records), show(r)).toEqual({ start: none });
   }, 600_000);
 });
 
@@ -146,38 +155,14 @@ describe("Node's cluster: cluster.disconnect() (no signal)", () => {
       stop: r.worker?.ms ?? undefined,
       drain: drainMs(r.records),
     }));
-    for (const r of runs) {
-      expect(primaryEnded(r), show(r)).toEqual({ code: 0, signal: null, timedOut: false });
-      expect({ ...appSummary(r.records), worker: workerEnd(r) }, show(r)).toEqual({
-        ...DRAINED(null),
-        exitEvent: 0, // the event loop emptied: a natural end, and the exit layer had nothing left
-        failures: [],
-        worker: { code: 0, signal: null, exitedAfterDisconnect: true, graceExpired: false },
-      });
-      expect(r.worker?.ms, show(r)).toBeLessThan(GRACE_MS);
-    }
+    // Exit code 0: the event loop emptied, a natural end; the exit layer had nothing left.
+    expectDrained(runs, null, 0, { code: 0, signal: null, exitedAfterDisconnect: true, graceExpired: false });
   }, 600_000);
 
   it(`control, a worker with DEVEXIT_SIGNALS but no 'disconnect' handler: no signal comes, its work goes on, the grace period runs out and SIGKILL loses the read; no close runs (${RUNS} runs)`, async () => {
     // A short grace period: nothing ends this worker before it.
     const runs = await stopWorkers('disconnect', 2_000, { DEVEXIT_SIGNALS: 'SIGINT,SIGTERM' });
-    for (const r of runs) {
-      expect(primaryEnded(r), show(r)).toEqual({ code: 0, signal: null, timedOut: false });
-      const s = appSummary(r.records);
-      expect({ ...s, readsLost: s.readsLost > 0, worker: workerEnd(r) }, show(r)).toEqual({
-        started: 1,
-        ready: 1,
-        shutdowns: [],
-        wrongValues: 0,
-        readsFailed: [],
-        readsLost: true,
-        closes: {},
-        appCloses: 0,
-        exitEvent: null,
-        failures: [],
-        worker: { code: null, signal: 'SIGKILL', exitedAfterDisconnect: true, graceExpired: true },
-      });
-    }
+    expectLost(runs, { code: null, signal: 'SIGKILL', exitedAfterDisconnect: true, graceExpired: true });
   }, 600_000);
 });
 
@@ -187,15 +172,12 @@ describe('SIGTERM to the primary and the worker at once (a process-group kill: s
       DEVEXIT_SIGNALS: 'SIGINT,SIGTERM',
       PRIMARY_WAITS: '1',
     });
-    for (const r of runs) {
-      expect(primaryEnded(r), show(r)).toEqual({ code: 0, signal: null, timedOut: false });
-      expect({ ...appSummary(r.records), worker: workerEnd(r) }, show(r)).toEqual({
-        ...DRAINED('SIGTERM'),
-        exitEvent: null,
-        failures: [],
-        worker: { code: null, signal: 'SIGTERM', exitedAfterDisconnect: false, graceExpired: false },
-      });
-    }
+    expectDrained(runs, 'SIGTERM', null, {
+      code: null,
+      signal: 'SIGTERM',
+      exitedAfterDisconnect: false,
+      graceExpired: false,
+    });
   }, 600_000);
 
   it(`a primary that dies at once: Node's cluster ends the orphaned worker with process.exit(0) in the middle of devexit's drain; the read in flight is lost, each close still runs once (${RUNS} runs)`, async () => {

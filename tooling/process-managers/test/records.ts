@@ -123,3 +123,23 @@ export function figures<T>(label: string, runs: T[], pick: (r: T) => Record<stri
   });
   console.log(`${label} (${runs.length} runs): ${parts.join(', ')}`);
 }
+
+/** appSummary with `readsLost` as "some read was lost", what a control is compared on. */
+export function lossSummary(records: AppRecord[]) {
+  const s = appSummary(records);
+  return { ...s, readsLost: s.readsLost > 0 };
+}
+
+/** What a control shows: ended before any shutdown or close, a read in flight lost. */
+export const LOST = {
+  started: 1,
+  ready: 1,
+  shutdowns: [],
+  wrongValues: 0,
+  readsFailed: [],
+  readsLost: true,
+  closes: {},
+  appCloses: 0,
+  exitEvent: null,
+  failures: [],
+};
