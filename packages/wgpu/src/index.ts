@@ -2,6 +2,7 @@
 /// <reference types="@webgpu/types" preserve="true" />
 // The process-wide registry first: device types and exit layers shared with the other backends.
 
+import { isMainThread } from 'node:worker_threads';
 import { BackendBase } from '@devexit/backend';
 import {
   type Backend,
@@ -14,7 +15,6 @@ import {
   type ProbeResult,
   unavailableError,
 } from '@devexit/core';
-import { isMainThread } from 'node:worker_threads';
 import '@devexit/native';
 import { type Discovery, discover, loadDawn, presetEglPlatform } from './dawn.js';
 import { type CloseMode, WgpuDevice } from './device.js';

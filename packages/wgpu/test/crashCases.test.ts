@@ -80,7 +80,10 @@ describe.skipIf(unavailable)('Dawn crash cases', () => {
           closes: { 'wgpu:0/queue': 1 },
           failed: [],
         });
-        expect(r.report.map((e) => e.layer), show(r)).toEqual(['worker-exit']);
+        expect(
+          r.report.map((e) => e.layer),
+          show(r),
+        ).toEqual(['worker-exit']);
         expect(r.stdout, show(r)).toContain('worker exit 0');
         // The pending read was settled with a typed error, not left for Dawn's teardown.
         expect(r.stdout, show(r)).toMatch(/read (done|ERR_DEVEXIT_EXITING)/);
