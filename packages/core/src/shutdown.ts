@@ -239,7 +239,7 @@ async function runShutdown(
       threadId: ownThreadIdSafe(),
       open: Atomics.load(t.own, W_COUNT),
       name: lastSectionName(),
-      answered: true,
+      seen: true,
     });
   }
   if (stuck.length > 0) {

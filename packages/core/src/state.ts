@@ -77,9 +77,10 @@ export interface ThreadsState {
   announced: boolean;
   /** In a Worker: the stop in progress (once). */
   stopping: Promise<void> | undefined;
-  /** The last critical section entered here, for the report of one still open at a deadline. */
-  lastFn: unknown;
+  /** The name of the last critical section entered here (published in `own`), for a report. */
   lastName: string | undefined;
+  /** The last unnamed section's function, whose name is read only when needed. */
+  lastFn: unknown;
 }
 
 export interface CoreState {

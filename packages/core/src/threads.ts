@@ -72,8 +72,8 @@ export function threadsState(): ThreadsState {
       armed: false,
       announced: false,
       stopping: undefined,
-      lastFn: undefined,
       lastName: undefined,
+      lastFn: undefined,
     };
   }
   return state.threads;
@@ -283,7 +283,8 @@ export interface Stuck {
   threadId: number;
   open: number;
   name: string;
-  answered: boolean;
+  /** The thread saw the stop (it waits for its own sections); false: it is blocked in a call. */
+  seen: boolean;
 }
 
 export function sectionName(words: Int32Array): string {
@@ -300,12 +301,12 @@ export function publishSectionName(words: Int32Array, name: string): void {
   Atomics.store(words, W_NAME_LENGTH, written ?? 0);
 }
 
-function stuckOf(list: Array<[number, Int32Array]>, mode: number): Stuck[] {
+function stuckOf(list: Array<[number, Int32Array]>): Stuck[] {
   const out: Stuck[] = [];
   for (const [id, w] of list) {
     const open = Atomics.load(w, W_COUNT);
     if (open > 0 && Atomics.load(w, W_STATE) !== GONE)
-      out.push({ threadId: id, open, name: sectionName(w), answered: answered(w, mode) });
+      out.push({ threadId: id, open, name: sectionName(w), seen: Atomics.load(w, W_STATE) !== RUNNING });
   }
   return out;
 }
@@ -332,7 +333,7 @@ export function stopSync(
       Atomics.wait(w, W_STATE, s, Math.min(left, 50));
     }
   }
-  return stuckOf(list, mode);
+  return stuckOf(list);
 }
 
 /** The same, without blocking (shutdown(), terminate()): resolves with what is stuck at the end. */
@@ -366,7 +367,7 @@ export async function stopAsync(
       }
     }),
   );
-  return stuckOf(list, mode);
+  return stuckOf(list);
 }
 
 /** The report entry and warning of a critical section still open at the deadline. */
@@ -381,7 +382,7 @@ export function reportStuck(stuck: Stuck[], layer: string, ms: number): CloseRep
       ms: Math.round(ms * 1000) / 1000,
       outcome: 'timeout',
       pid: process.pid,
-      error: `${s.open} critical section(s) still running at the deadline${s.answered ? '' : ' (the thread did not answer: inside a call)'}`,
+      error: `${s.open} critical section(s) still running at the deadline${s.seen ? '' : ' (the thread did not answer: it is blocked inside a call)'}`,
     };
     out.push(entry);
     coreState().report.push(entry);

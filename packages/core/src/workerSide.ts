@@ -1,5 +1,5 @@
 import { runCloses } from './closeRun.js';
-import { lastSectionName, sectionsEnded } from './critical.js';
+import { publishLastSection, sectionsEnded } from './critical.js';
 import { markExiting } from './exiting.js';
 import { installExitHooks } from './exitLayer.js';
 import { settings } from './settings.js';
@@ -16,7 +16,6 @@ import {
   onWho,
   ownThreadId,
   parentThreadId,
-  publishSectionName,
   type Report,
   SEEN,
   STOP_EXIT,
@@ -56,7 +55,7 @@ function runStop(deadline: number, self?: number): Promise<void> {
   if (mode === 0) return Promise.resolve();
   Atomics.store(own, W_STATE, SEEN);
   Atomics.notify(own, W_STATE);
-  publishSectionName(own, lastSectionName());
+  publishLastSection();
   const code = self ?? Atomics.load(own, W_CODE);
   const stopping = (async () => {
     if (mode === STOP_SHUTDOWN) {
@@ -78,7 +77,9 @@ function runStop(deadline: number, self?: number): Promise<void> {
     }
     markExiting();
     const children = stopAsync(targets(false), mode, code, false, deadline);
-    await sectionsEnded(deadline);
+    // A section still open at the deadline: its native work is in flight, and closing what it
+    // uses could crash under it. The stopper ends the process; nothing more is done here.
+    if (!(await sectionsEnded(deadline))) return;
     runCloses({ layer: 'worker-exit', markExiting: true, exitCode: code, nativeCloses: false });
     // What the closes started (a device's destroy settling its pending promises).
     await sectionsEnded(deadline);
@@ -132,6 +133,8 @@ export function armWorkerSide(): void {
   if (!settings().layers.js) return;
   t.announced = true;
   const id = wt.threadId;
+  // Read before this thread tells its own children (environment data is this thread's too).
+  const parent = parentThreadId();
   tellChildrenParent(id);
   const mine = new BroadcastChannel(channelOf(id));
   mine.onmessage = onMessage;
@@ -139,7 +142,7 @@ export function armWorkerSide(): void {
   const hello: Hello = {
     op: 'hello',
     threadId: id,
-    parent: parentThreadId(),
+    parent,
     words: t.own.buffer as SharedArrayBuffer,
   };
   onWho(() => announce(hello));
