@@ -257,7 +257,10 @@ export function askStop(
   if (Atomics.load(words, W_STATE) >= CLOSED) return false;
   Atomics.store(words, W_CODE, code | 0);
   Atomics.store(words, W_NATIVE, nativeByStopper ? 1 : 0);
-  Atomics.compareExchange(words, W_STOP, STOP_NONE, mode);
+  // An exit or a terminate() after a shutdown asks for more (the Worker is still there, drained):
+  // it replaces the shutdown's word; otherwise the first stop asked stays.
+  if (Atomics.compareExchange(words, W_STOP, STOP_NONE, mode) === STOP_SHUTDOWN && mode !== STOP_SHUTDOWN)
+    Atomics.compareExchange(words, W_STOP, STOP_SHUTDOWN, mode);
   // Nothing open and nothing to close: the stop word alone refuses its new sections.
   if (Atomics.load(words, W_COUNT) === 0 && Atomics.load(words, W_NEEDS) === 0 && mode !== STOP_SHUTDOWN)
     return false;

@@ -71,8 +71,10 @@ function runStop(deadline: number, self?: number): Promise<void> {
       }
       Atomics.store(own, W_STATE, DRAINED);
       Atomics.notify(own, W_STATE);
-      // A later stop (the process exiting) finds the closes done, and answers at once.
+      // A later stop (the process exiting) finds the closes done, and answers at once; one asked
+      // while this shutdown ran (its word replaced ours) is answered now.
       t.stopping = undefined;
+      if (Atomics.load(own, W_STOP) !== STOP_SHUTDOWN) void runStop(deadline);
       return;
     }
     markExiting();
