@@ -4,12 +4,14 @@
 // builds its result object in JS:
 //   syncWork(ms)          on the calling JS thread, returns { ms, values }
 //   asyncWork(ms)         on the libuv pool (Napi::AsyncWorker), returns a Promise of it
-//   callbackWork(ms, cb)  on a thread of its own, hands it to cb through a ThreadSafeFunction
+//   streamWork(ms, onChunk)  on a thread of its own, a chunk every 5 ms to onChunk through a
+//                            ThreadSafeFunction, the last one with done: true
 // Ended while a call is in flight, a Worker's environment refuses JS work: setting a property
 // of the result fails, node-addon-api throws Napi::Error, rethrows it when it cannot throw it
 // into JS, and std::terminate aborts the whole process. That is the crash this package proves.
 #include <napi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <thread>
@@ -72,19 +74,31 @@ Napi::Value AsyncWorkCall(const Napi::CallbackInfo& info) {
   return promise;
 }
 
-// The usual shape of a binding with threads of its own: a thread per job, the JS callback
-// reached through a ThreadSafeFunction, the thread joined when the function is finalized.
-Napi::Value CallbackWork(const Napi::CallbackInfo& info) {
+// The usual shape of a binding with a thread of its own that streams results (tokens, rows,
+// progress): a chunk every kChunkMs through a ThreadSafeFunction, the last one with done: true;
+// the thread is joined when the function is finalized.
+constexpr int64_t kChunkMs = 5;
+
+Napi::Value StreamWork(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const int64_t ms = MsArgument(info);
-  if (info.Length() < 2 || !info[1].IsFunction()) throw Napi::TypeError::New(env, "cb must be a function");
+  if (info.Length() < 2 || !info[1].IsFunction()) throw Napi::TypeError::New(env, "onChunk must be a function");
   auto thread = std::make_shared<std::thread>();
   Napi::ThreadSafeFunction tsfn = Napi::ThreadSafeFunction::New(
-      env, info[1].As<Napi::Function>(), "standinCallbackWork", 0, 1,
-      [thread](Napi::Env) { thread->join(); });
+      env, info[1].As<Napi::Function>(), "standinStreamWork", 0, 1, [thread](Napi::Env) { thread->join(); });
   *thread = std::thread([tsfn, ms]() mutable {
-    Work(ms);
-    tsfn.BlockingCall([ms](Napi::Env env, Napi::Function cb) { cb.Call({Result(env, ms)}); });
+    for (int64_t done = 0;;) {
+      const int64_t step = std::min(kChunkMs, ms - done);
+      Work(step);
+      done += step;
+      const bool last = done >= ms;
+      napi_status s = tsfn.BlockingCall([done, last](Napi::Env env, Napi::Function onChunk) {
+        Napi::Object chunk = Result(env, done);
+        chunk.Set("done", Napi::Boolean::New(env, last));
+        onChunk.Call({chunk});
+      });
+      if (last || s != napi_ok) break;  // not ok: the environment is closing, nobody listens
+    }
     tsfn.Release();
   });
   return env.Undefined();
@@ -93,7 +107,7 @@ Napi::Value CallbackWork(const Napi::CallbackInfo& info) {
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("syncWork", Napi::Function::New(env, SyncWork, "syncWork"));
   exports.Set("asyncWork", Napi::Function::New(env, AsyncWorkCall, "asyncWork"));
-  exports.Set("callbackWork", Napi::Function::New(env, CallbackWork, "callbackWork"));
+  exports.Set("streamWork", Napi::Function::New(env, StreamWork, "streamWork"));
   return exports;
 }
 
