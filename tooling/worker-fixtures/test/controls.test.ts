@@ -31,7 +31,7 @@ describe.each(BINDINGS)('control, no devexit: $name in 2 Workers', ({ binding })
       timedOut: r.timedOut,
       errors: workerErrors(r),
       signal: r.signal,
-      abortText: r.stderr.includes(ABORT_TEXT),
+      abortText: ABORT_TEXT.test(r.stderr),
     }));
     const abort = { workers: 2, timedOut: false, errors: [], signal: 'SIGABRT', abortText: true };
     expect(seen).toEqual(results.map(() => abort));

@@ -40,7 +40,7 @@ function seen(r: ChildResult, ending: Ending) {
     errors: workerErrors(r),
     code: r.code,
     signal: r.signal,
-    abortText: r.stderr.includes(ABORT_TEXT),
+    abortText: ABORT_TEXT.test(r.stderr),
     closes: closesRan(r),
     // terminate() resolved with each Worker's exit code (its 'exit' event's).
     terminated: ending === 'terminate' ? terminated(r) : undefined,
