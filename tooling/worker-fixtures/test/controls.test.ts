@@ -3,6 +3,7 @@ import {
   ABORT_TEXT,
   BINDINGS,
   ENDINGS,
+  ROW_TIMEOUT_MS,
   RUNS,
   runFixture,
   tally,
@@ -22,18 +23,22 @@ beforeAll(() => {
 afterAll(() => model?.remove());
 
 describe.each(BINDINGS)('control, no devexit: $name in 2 Workers', ({ binding }) => {
-  it.each(ENDINGS)(`aborts on $name (${RUNS} runs)`, async ({ ending }) => {
-    const results = await runFixture(binding, ending, 'none', model.file);
-    console.log(`control ${binding} ${ending}: ${tally(results)}`);
-    const seen = results.map((r) => ({
-      // Ended only once both Workers were inside a call: the abort is the ending's, not start-up's.
-      workers: workerIds(r).length,
-      timedOut: r.timedOut,
-      errors: workerErrors(r),
-      signal: r.signal,
-      abortText: ABORT_TEXT.test(r.stderr),
-    }));
-    const abort = { workers: 2, timedOut: false, errors: [], signal: 'SIGABRT', abortText: true };
-    expect(seen).toEqual(results.map(() => abort));
-  });
+  it.each(ENDINGS)(
+    `aborts on $name (${RUNS} runs)`,
+    async ({ ending }) => {
+      const results = await runFixture(binding, ending, 'none', model.file);
+      console.log(`control ${binding} ${ending}: ${tally(results)}`);
+      const seen = results.map((r) => ({
+        // Ended only once both Workers were inside a call: the abort is the ending's, not start-up's.
+        workers: workerIds(r).length,
+        timedOut: r.timedOut,
+        errors: workerErrors(r),
+        signal: r.signal,
+        abortText: ABORT_TEXT.test(r.stderr),
+      }));
+      const abort = { workers: 2, timedOut: false, errors: [], signal: 'SIGABRT', abortText: true };
+      expect(seen).toEqual(results.map(() => abort));
+    },
+    ROW_TIMEOUT_MS,
+  );
 });

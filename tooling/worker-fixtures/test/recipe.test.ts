@@ -6,6 +6,7 @@ import {
   closesRan,
   ENDINGS,
   type Ending,
+  ROW_TIMEOUT_MS,
   RUNS,
   runFixture,
   tally,
@@ -67,9 +68,13 @@ function expected(r: ChildResult, ending: Ending) {
 }
 
 describe.each(BINDINGS)('devexit recipe: $name in 2 Workers', ({ binding }) => {
-  it.each(ENDINGS)(`no abort on $name, each close once (${RUNS} runs)`, async ({ ending }) => {
-    const results = await runFixture(binding, ending, 'devexit', model.file);
-    console.log(`recipe ${binding} ${ending}: ${tally(results)}`);
-    expect(results.map((r) => seen(r, ending))).toEqual(results.map((r) => expected(r, ending)));
-  });
+  it.each(ENDINGS)(
+    `no abort on $name, each close once (${RUNS} runs)`,
+    async ({ ending }) => {
+      const results = await runFixture(binding, ending, 'devexit', model.file);
+      console.log(`recipe ${binding} ${ending}: ${tally(results)}`);
+      expect(results.map((r) => seen(r, ending))).toEqual(results.map((r) => expected(r, ending)));
+    },
+    ROW_TIMEOUT_MS,
+  );
 });

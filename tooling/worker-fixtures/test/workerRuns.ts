@@ -15,6 +15,8 @@ const { writeMatMulChain } = require('../fixtures/onnxModel.cjs') as {
 export const RUNS = testRuns(20);
 /** A hung child is killed past this (a run takes ~1-2 s; loading onnxruntime is most of it). */
 export const TIMEOUT_MS = 30_000;
+/** A row's own time limit: its children, two at a time, each killed past TIMEOUT_MS. */
+export const ROW_TIMEOUT_MS = Math.ceil(RUNS / 2) * TIMEOUT_MS + 10_000;
 
 export type Binding = 'standin-sync' | 'standin-async' | 'standin-stream' | 'onnx';
 export type Ending = 'exit' | 'throw' | 'sigterm' | 'terminate';
@@ -35,11 +37,12 @@ export const ENDINGS: readonly { ending: Ending; name: string }[] = [
 ];
 
 /**
- * What libstdc++ prints as the Napi::Error escapes. Both Workers can abort at once: the second
- * one's `terminate called recursively` then cuts into the first one's line.
+ * What libstdc++ prints as the Napi::Error escapes: `terminate called after throwing an instance
+ * of 'Napi::Error'`. When both Workers abort at once, the second one's `terminate called
+ * recursively` cuts into that line, or its abort ends the process before the type is printed.
  */
-export const ABORT_TEXT =
-  /terminate called after throwing an instance of '(Napi::Error'|terminate called recursively)/;
+export const ABORT_TEXT = /terminate called (after throwing an instance of '|recursively)/;
+export const NAPI_ERROR_TEXT = "terminate called after throwing an instance of 'Napi::Error'";
 
 /** A temp dir holding the test model (four 768×768 MatMuls), written by the tests, no download. */
 export function writeModel(): { file: string; remove: () => void } {
@@ -102,11 +105,12 @@ export const workerErrors = (r: ChildResult) => lines(r.stderr).filter((l) => /^
 
 export const aborted = (r: ChildResult) => r.signal === 'SIGABRT' || ABORT_TEXT.test(r.stderr);
 
-/** `12/20 aborted (SIGABRT: 12, code 0: 8)` */
+/** `12/20 aborted (SIGABRT: 12, code 0: 8; the Napi::Error line whole in 11)` */
 export function tally(results: ChildResult[]): string {
   const n = results.filter(aborted).length;
+  const whole = results.filter((r) => r.stderr.includes(NAPI_ERROR_TEXT)).length;
   const o = Object.entries(outcomes(results))
     .map(([k, v]) => `${k}: ${v}`)
     .join(', ');
-  return `${n}/${results.length} aborted (${o})`;
+  return `${n}/${results.length} aborted (${o}; the Napi::Error line whole in ${whole})`;
 }
