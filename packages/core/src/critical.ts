@@ -52,6 +52,9 @@ function leaveThrowing(error: unknown): never {
 }
 
 function refuse(name: string | undefined): Error {
+  // A stop asked of this thread, seen here before its wake-up message: start it now (the Worker
+  // may otherwise end on its own first, its loop having nothing left to do).
+  if (words !== undefined && words[W_STOP] !== 0) threads?.kick?.();
   return exitingError(`start a critical section${name ? ` (${describe(name)})` : ''}`);
 }
 

@@ -89,12 +89,13 @@ export {
   outOfRange,
 } from './validate.js';
 
-import { installExitHooks } from './exitLayer.js';
+import { armExit } from './registry.js';
 import { isWorkerCheap } from './thread.js';
 import { armThreads } from './threads.js';
 import { armWorkerSide } from './workerSide.js';
 
-// Every realm hears of the Workers it creates; a Worker announces itself to the thread that may
-// stop it. Costs nothing on a main thread that never makes a Worker (no module loaded for it).
-armThreads(installExitHooks);
+// Every realm hears of the Workers it creates (and arms its exit layer and DEVEXIT_SIGNALS when
+// it makes its first: its Workers' closes depend on them); a Worker announces itself to the
+// thread that may stop it. Costs nothing on a main thread that never makes a Worker.
+armThreads(armExit);
 if (isWorkerCheap()) armWorkerSide();

@@ -16,7 +16,7 @@ import { checkOptions, invalidType } from './validate.js';
  * The exit layer's hooks, once per realm, and DEVEXIT_SIGNALS from the first registration on
  * (none set, the usual case: nothing to listen to, and no need to ask which thread this is).
  */
-function armExit(): void {
+export function armExit(): void {
   const state = coreState();
   if (state.hooksInstalled) return;
   installExitHooks();

@@ -75,6 +75,8 @@ export interface ThreadsState {
   armed: boolean;
   /** In a Worker: this thread announced itself (workerSide.ts). */
   announced: boolean;
+  /** In a Worker: starts the stop asked in `own` at once (a refused section saw it first). */
+  kick: (() => void) | undefined;
   /** In a Worker: the stop in progress (once). */
   stopping: Promise<void> | undefined;
   /** The name of the last critical section entered here (published in `own`), for a report. */

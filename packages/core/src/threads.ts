@@ -71,6 +71,7 @@ export function threadsState(): ThreadsState {
       directory: undefined,
       armed: false,
       announced: false,
+      kick: undefined,
       stopping: undefined,
       lastName: undefined,
       lastFn: undefined,

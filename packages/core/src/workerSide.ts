@@ -148,6 +148,9 @@ export function armWorkerSide(): void {
     words: t.own.buffer as SharedArrayBuffer,
   };
   onWho(() => announce(hello));
+  t.kick = () => {
+    if (!t.stopping) void runStop(Date.now() + settings().timeoutMs);
+  };
   announce(hello);
   installExitHooks();
   wrapExit();

@@ -17,6 +17,39 @@ const queueCloses = (r: ChildResult) =>
 // A generous deadline: a loaded machine must not turn a drain into a drop.
 const SIGNALS = { DEVEXIT_SIGNALS: 'SIGINT,SIGTERM', DEVEXIT_TIMEOUT_MS: '20000' };
 
+describe('signals reach a device opened in a Worker, with only @devexit/core in main (child processes)', () => {
+  const run = (env: Record<string, string>) =>
+    runMany(testRuns(10), {
+      script: fixture('workerSignal.cjs'),
+      env,
+      signalOnReady: 'SIGTERM',
+      timeoutMs: 60_000,
+    });
+
+  it('DEVEXIT_SIGNALS=SIGTERM: the Worker drains (its read resolves), the queue closes once in shutdown, the process ends by SIGTERM (10 runs)', async () => {
+    for (const r of await run({ DEVEXIT_SIGNALS: 'SIGTERM', DEVEXIT_TIMEOUT_MS: '20000' })) {
+      expect(summary(r, 'SIGTERM'), show(r)).toEqual({
+        code: null,
+        signal: 'SIGTERM',
+        timedOut: false,
+        crashed: false,
+        closes: { 'cpu:0/queue': 1 },
+        failed: [],
+      });
+      expect(r.stdout, show(r)).toContain('native in main: false');
+      expect(r.stdout, show(r)).toContain('read 200');
+      expect(queueCloses(r)[0], show(r)).toMatchObject({ layer: 'shutdown', drained: true });
+    }
+  });
+
+  it('control: without DEVEXIT_SIGNALS, SIGTERM ends the process at once: the read is lost, nothing closed (10 runs)', async () => {
+    for (const r of await run({})) {
+      expect(summary(r, 'SIGTERM'), show(r)).toMatchObject({ signal: 'SIGTERM', crashed: false, closes: {} });
+      expect(r.stdout, show(r)).not.toContain('read 200');
+    }
+  });
+});
+
 describe('shutdown() together with a device close: one drain, nothing lost (child processes)', () => {
   const run = (args: string[]) =>
     runMany(testRuns(4), { script: fixture('closeDuringShutdown.cjs'), args, timeoutMs: 60_000 });

@@ -90,7 +90,7 @@ describe('fixtures/main.cjs', () => {
       ['--binding', 'standin-sync', '--ending', 'exit', '--workers', '0'],
       /--workers must be an integer 1..64/,
     ],
-    [['--binding', 'standin-sync', '--ending', 'exit', '--mode', 'guard'], /--mode must be one of/],
+    [['--binding', 'standin-sync', '--ending', 'exit', '--mode', 'sometimes'], /--mode must be one of/],
   ])('refuses %j with exit code 2', async (args, message) => {
     const r = await runChild({
       script: join(__dirname, '..', 'fixtures', 'main.cjs'),

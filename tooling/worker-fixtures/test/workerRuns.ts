@@ -20,7 +20,7 @@ export const ROW_TIMEOUT_MS = Math.ceil(RUNS / 2) * TIMEOUT_MS + 10_000;
 
 export type Binding = 'standin-sync' | 'standin-async' | 'standin-stream' | 'onnx';
 export type Ending = 'exit' | 'throw' | 'sigterm' | 'terminate';
-export type Mode = 'none' | 'devexit';
+export type Mode = 'none' | 'devexit' | 'guard';
 
 /** The bindings of the control and recipe matrices, named as the tests name them. */
 export const BINDINGS: readonly { binding: Binding; name: string }[] = [
@@ -57,11 +57,13 @@ export function runFixture(
   mode: Mode,
   model: string,
   runs = RUNS,
+  more: { args?: string[]; env?: Record<string, string>; timeoutMs?: number } = {},
 ): Promise<ChildResult[]> {
   return runMany(runs, {
     script: join(__dirname, '..', 'fixtures', 'main.cjs'),
-    args: ['--binding', binding, '--ending', ending, '--mode', mode, '--model', model],
-    timeoutMs: TIMEOUT_MS,
+    args: ['--binding', binding, '--ending', ending, '--mode', mode, '--model', model, ...(more.args ?? [])],
+    env: more.env,
+    timeoutMs: more.timeoutMs ?? TIMEOUT_MS,
     signalOnReady: ending === 'sigterm' ? 'SIGTERM' : undefined,
   });
 }
