@@ -109,6 +109,27 @@ describe('JS closes run exactly once whatever an observer, a logger or a native 
   );
 
   it.each([
+    ['throws at an exit', 'throw-exit', 0],
+    ['throws during shutdown() (Node reports its error: exit 1)', 'throw-shutdown', 1],
+    ['calls closeServices() and shutdown() at an exit', 'reenter-exit', 0],
+    ['calls closeServices() and shutdown() during shutdown()', 'reenter-shutdown', 0],
+  ])('a devexit:service:close subscriber that %s: each close ran once (5 runs)', async (_, how, code) => {
+    const results = await runMany(testRuns(5), {
+      script,
+      args: ['observer-misbehaves', how as string],
+      timeoutMs: 20_000,
+    });
+    for (const r of results) {
+      expect({ code: r.code, signal: r.signal }, show(r)).toEqual({ code, signal: null });
+      expect(
+        marks(r).filter((l) => l.startsWith('close')),
+        show(r),
+      ).toEqual(['close c', 'close b', 'close a']);
+      expect(closeCounts(r.report), show(r)).toEqual({ 'wgpu:0/a': 1, 'wgpu:0/b': 1, 'wgpu:0/c': 1 });
+    }
+  });
+
+  it.each([
     ['shutdown()', 'shutdown'],
     ['closeServices() (the control: it always ran the JS closes first)', 'closeServices'],
   ])(
