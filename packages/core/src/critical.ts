@@ -3,7 +3,7 @@ import { exitingError } from './errors.js';
 import { isExiting } from './exiting.js';
 import type { ThreadsState } from './state.js';
 import { waitAsync } from './thread.js';
-import { publishSectionName, threadsState, W_COUNT, W_STOP } from './threads.js';
+import { CLOSED, publishSectionName, threadsState, W_COUNT, W_STATE, W_STOP } from './threads.js';
 import { checkOptions, describe, invalidType } from './validate.js';
 
 export interface CriticalOptions {
@@ -17,7 +17,8 @@ export interface CriticalOptions {
   name?: string;
   /**
    * For a library's own close or drain: the section is entered even after exit or shutdown
-   * began (it is still waited for). Without it, critical() refuses new sections then.
+   * began (it is still waited for), until the thread's closes ran and it told its stopper so.
+   * Without it, critical() refuses new sections once exit or shutdown began.
    */
   closing?: boolean;
 }
@@ -86,7 +87,7 @@ export function critical<T>(fn: () => T, options?: CriticalOptions): T {
     closing = o.closing === true;
     if (signal?.aborted) throw abortError(signal, 'critical()');
   }
-  if (!closing && (w[W_STOP] !== 0 || isExiting())) throw refuse(name ?? fn.name);
+  if (closing ? w[W_STATE] === CLOSED : w[W_STOP] !== 0 || isExiting()) throw refuse(name ?? fn.name);
   Atomics.add(w, W_COUNT, 1);
   // A stop asked between the check and the count is seen here: the count's increment and this
   // load are sequentially consistent, as are the stopper's store of the stop word and its load
