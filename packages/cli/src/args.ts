@@ -15,7 +15,7 @@ options:
 `;
 
 export const DOCTOR_USAGE = `usage: devexit doctor [--json]
-       devexit doctor run [--json] [--timeout MS] [--exit-timeout MS] -- <command> [args...]
+       devexit doctor run [--json] [--timeout MS] [--exit-timeout MS] [--timeline FILE] -- <command> [args...]
 
 Prints the platform and libc, whether @devexit/native loads, which exit layers are enabled and
 armed, the close deadline, and for each backend (${BACKEND_NAMES.join(', ')}) whether it is installed
@@ -38,9 +38,17 @@ NODE_OPTIONS reports them; it loads nothing of devexit itself). Its own output p
   --timeout MS        kill it (its whole process group) past MS ms in all (default 60000)
   --exit-timeout MS   kill it when it is still running MS ms after it began to exit: "hung at
                       exit" (default 10000)
+  --timeline FILE     draw the exit: each close a bar per device and service against the
+                      deadline, the layer it ran in, what started the exit, how it ended
+                      (FILE.svg: the picture; FILE.html: a page with the report beside it)
+
+It reads the program's output as it streams (whatever its size) and keeps only the report lines
+and the last 64 KiB of its stderr; it ends when the program exits, even if a process the program
+started still holds its output open. Lines that begin "devexit:report " but are not a close
+report are ignored and named in the verdict.
 
 Exit status: 0 when it neither crashed nor hung (whatever its own exit code); 1 when it crashed
-or hung; 2 on bad usage; 127 when the command could not be started.
+or hung; 2 on bad usage; 127 when the command could not be started (verdict "not-started").
 `;
 
 export const DEMO_USAGE = `usage: devexit demo [--runs N] [--backend NAME]... [--json]
@@ -70,6 +78,7 @@ export type Command =
       json: boolean;
       timeoutMs: number;
       exitTimeoutMs: number;
+      timeline: string | undefined;
       command: string[];
     }
   | { kind: 'demo'; json: boolean; runs: number; backends: string[] | undefined };
@@ -169,7 +178,7 @@ function parseDoctorRun(args: string[]): Command {
     at = args.length;
     for (let i = 0; i < args.length; i++) {
       const a = args[i] as string;
-      if (a === '--timeout' || a === '--exit-timeout') i++;
+      if (a === '--timeout' || a === '--exit-timeout' || a === '--timeline') i++;
       else if (!a.startsWith('-')) {
         at = i;
         break;
@@ -185,6 +194,7 @@ function parseDoctorRun(args: string[]): Command {
       json: { type: 'boolean' },
       timeout: { type: 'string' },
       'exit-timeout': { type: 'string' },
+      timeline: { type: 'string' },
     },
     strict: true,
   });
@@ -200,9 +210,12 @@ function parseDoctorRun(args: string[]): Command {
   if (typeof timeoutMs === 'string') return bad(timeoutMs);
   const exitTimeoutMs = ms(values['exit-timeout'], 'exit-timeout', 10_000);
   if (typeof exitTimeoutMs === 'string') return bad(exitTimeoutMs);
+  const timeline = values.timeline;
+  if (timeline !== undefined && !/\.(svg|html?)$/i.test(timeline))
+    return bad(`--timeline must name a .svg or .html file; got ${JSON.stringify(timeline)}`);
   if (command.length === 0 || command[0] === '')
     return bad('run: no command given (devexit doctor run -- node app.js)');
-  return { kind: 'doctor-run', json: values.json === true, timeoutMs, exitTimeoutMs, command };
+  return { kind: 'doctor-run', json: values.json === true, timeoutMs, exitTimeoutMs, timeline, command };
 }
 
 function parseDemo(args: string[]): Command {

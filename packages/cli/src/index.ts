@@ -12,11 +12,7 @@ export {
   summarizeRuns,
 } from './demo.js';
 export { type BackendReport, type DoctorReport, doctor, formatDoctor, type NativeReport } from './doctor.js';
-export {
-  formatRun,
-  type ProcessReport,
-  type RunOptions,
-  type RunReport,
-  runProgram,
-  type Verdict,
-} from './run.js';
+export { type Malformed, StderrSplitter } from './output.js';
+export { type ProcessReport, type RunOptions, type RunReport, runProgram, type Verdict } from './run.js';
+export { describeExitStart, formatRun, mainProcess } from './runFormat.js';
+export { type CloseTiming, closeTimings } from './timing.js';
