@@ -3,11 +3,37 @@
 // `doctor` work when the native addon is missing or broken.
 import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { DOCTOR_USAGE, parseCommandLine } from './args.js';
-import { demo, formatDemo } from './demo.js';
+import { DEMO_USAGE, DOCTOR_USAGE, parseCommandLine } from './args.js';
+import { demo } from './demo.js';
+import { formatDemo } from './demoFormat.js';
 import { doctor, formatDoctor } from './doctor.js';
 import { runProgram } from './run.js';
 import { formatRun } from './runFormat.js';
+
+/**
+ * The demo's progress on stderr: on a terminal one line rewritten in place; elsewhere a line per
+ * runtime (every exit path with --verbose), so that a log stays short.
+ */
+class Progress {
+  private shown = false;
+  constructor(
+    private readonly stream: NodeJS.WriteStream,
+    private readonly verbose: boolean,
+  ) {}
+
+  say(line: string, level: 'runtime' | 'path'): void {
+    if (this.stream.isTTY && !this.verbose) {
+      const width = Math.max((this.stream.columns ?? 80) - 1, 20);
+      this.stream.write(`\r\x1b[K${line.slice(0, width)}`);
+      this.shown = true;
+    } else if (this.verbose || level === 'runtime') this.stream.write(`devexit demo: ${line}\n`);
+  }
+
+  done(): void {
+    if (this.shown) this.stream.write('\r\x1b[K');
+    this.shown = false;
+  }
+}
 
 const out = (text: string) => process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
 const err = (text: string) => process.stderr.write(text.endsWith('\n') ? text : `${text}\n`);
@@ -63,8 +89,20 @@ async function main(argv: string[]): Promise<number> {
       return report.crashed || report.hung ? 1 : 0;
     }
     case 'demo': {
-      const result = await demo({ runs: command.runs, backends: command.backends, log: err });
-      out(command.json ? JSON.stringify(result, null, 2) : formatDemo(result));
+      const picture = command.timeline ? resolve(command.timeline) : command.timeline;
+      if (picture && !existsSync(dirname(picture))) {
+        err(`devexit demo: --timeline: no folder ${JSON.stringify(dirname(picture))}\n\n${DEMO_USAGE}`);
+        return 2;
+      }
+      const progress = new Progress(process.stderr, command.verbose);
+      const result = await demo({
+        runs: command.runs,
+        backends: command.backends,
+        timeline: picture,
+        log: (line, level) => progress.say(line, level),
+      });
+      progress.done();
+      out(command.json ? JSON.stringify(result, null, 2) : formatDemo(result, { verbose: command.verbose }));
       if (!result.ok) {
         err(
           result.rows.length === 0

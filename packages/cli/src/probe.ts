@@ -11,12 +11,37 @@ import { PROBE_PREFIX } from './probeProtocol.js';
 
 interface CoreStateView {
   native?: { guardState?: () => unknown };
+  entries?: Map<string, { type?: number; index?: number; service?: string }>;
+  namesByType?: Map<number, string>;
+}
+
+/** The realm state of each shape of core, newest first (state.ts: @3 since the hot-path flag). */
+function coreStateView(): CoreStateView | undefined {
+  const g = globalThis as Record<symbol, CoreStateView | undefined>;
+  return g[Symbol.for('@devexit/core/state@3')] ?? g[Symbol.for('@devexit/core/state@2')];
+}
+
+/**
+ * The JS closes registered when the exit began (`cpu:0/queue`): every other close the exit runs
+ * is a native one. The doctor places native closes differently (they are published together).
+ */
+function jsCloses(): string[] | undefined {
+  try {
+    const state = coreStateView();
+    if (!(state?.entries instanceof Map)) return undefined;
+    const out: string[] = [];
+    for (const e of state.entries.values()) {
+      if (out.length >= 1000) break;
+      out.push(`${state.namesByType?.get(e.type ?? -1) ?? `type${e.type}`}:${e.index}/${e.service}`);
+    }
+    return out;
+  } catch {
+    return undefined;
+  }
 }
 
 function devexitState(): { core: boolean; native: boolean; guard?: unknown } {
-  // The realm state of each shape of core, newest first (state.ts: @3 since the hot-path flag).
-  const g = globalThis as Record<symbol, CoreStateView | undefined>;
-  const state = g[Symbol.for('@devexit/core/state@3')] ?? g[Symbol.for('@devexit/core/state@2')];
+  const state = coreStateView();
   if (!state) return { core: false, native: false };
   const out: { core: boolean; native: boolean; guard?: unknown } = { core: true, native: !!state.native };
   try {
@@ -80,7 +105,13 @@ if (isMainThread) {
   const exitStart = (message: object) => {
     if (began) return;
     began = true;
-    tell({ event: 'exit-start', ...message, trigger: triggers, devexit: devexitState() });
+    tell({
+      event: 'exit-start',
+      ...message,
+      trigger: triggers,
+      jsCloses: jsCloses(),
+      devexit: devexitState(),
+    });
   };
   watchTriggers();
   try {

@@ -119,6 +119,7 @@ export function runProgram(options: RunOptions): Promise<RunReport> {
     const processes = new Map<number, ProcessReport>();
     const probeCloses: ProbeClose[] = [];
     const registered: ProbeRegister[] = [];
+    const jsAtExit = new Map<number, Set<string>>();
     let firstExit: number | undefined; // when the first process began to exit (its clock)
     let timedOut: 'run' | 'exit' | undefined;
     let exitTimer: NodeJS.Timeout | undefined;
@@ -182,6 +183,8 @@ export function runProgram(options: RunOptions): Promise<RunReport> {
             ms: round(Number(x.t) - started),
           }));
         }
+        if (Array.isArray(event.jsCloses))
+          jsAtExit.set(pid, new Set((event.jsCloses as unknown[]).slice(0, 1000).map(String)));
         if (firstExit === undefined) {
           firstExit = t;
           exitTimer = setTimeout(() => kill('exit'), options.exitTimeoutMs);
@@ -250,6 +253,7 @@ export function runProgram(options: RunOptions): Promise<RunReport> {
         probeCloses,
         registered,
         new Map(report.processes.flatMap((p) => (p.exitBegan ? [[p.pid, p.exitBegan.ms] as const] : []))),
+        jsAtExit,
       );
       report.malformed = splitter.malformed;
       report.malformedCount = splitter.malformedCount;

@@ -58,7 +58,7 @@ export function detailRange(t: Timeline): { from: number; to: number; deadlineIn
   let from = Math.min(0, ...bars.map((b) => b.startMs));
   const near = Math.max(to - from, 1);
   for (const tr of t.triggers) if (tr.ms < from && tr.ms >= -near) from = tr.ms;
-  const deadlineInside = t.deadlineMs !== undefined && t.deadlineMs <= 4 * Math.max(to, 1);
+  const deadlineInside = t.deadlineMs !== undefined && t.deadlineMs <= 8 * Math.max(to, 1);
   if (deadlineInside && t.deadlineMs !== undefined) to = Math.max(to, t.deadlineMs);
   const span = Math.max(to - from, 1);
   return { from: from - span * 0.02, to: from + span * 1.08, deadlineInside };

@@ -44,7 +44,8 @@ const keyOf = (pid: number, d: { type: string; index: number }, service: string,
 /**
  * When each reported close ran. The report says how long a close took, not when it began: JS
  * closes are published as each ends; native closes are published together once all of them
- * ended, so their starts are rebuilt from the close engine's rule: they begin once the JS closes
+ * ended (which closes are native: registered so, or not among the JS closes the process had
+ * when its exit began, `jsAtExit`), so their starts are rebuilt from the close engine's rule: they begin once the JS closes
  * of the same run ended (or when the exit began: `began`, per pid), devices in parallel, a
  * device's services one after another, in the order reported.
  */
@@ -53,12 +54,22 @@ export function closeTimings(
   published: ProbeClose[],
   registered: ProbeRegister[],
   began: Map<number, number> = new Map(),
+  jsAtExit: Map<number, Set<string>> = new Map(),
 ): CloseTiming[] {
   const registry = new Map<string, string>();
   for (const r of registered) {
     if (r.device && typeof r.service === 'string')
       registry.set(keyOf(r.pid, r.device, r.service), r.registry);
   }
+  // Registered as native, or not among the JS closes the process had when its exit began.
+  const isNative = (c: ProbeClose) => {
+    const r = registry.get(keyOf(c.pid, c.device, c.service));
+    const js = jsAtExit.get(c.pid);
+    return (
+      r === 'native' ||
+      (r === undefined && js !== undefined && !js.has(`${c.device.type}:${c.device.index}/${c.service}`))
+    );
+  };
   const starts = new Map<string, { start: number; timing: CloseTiming['timing'] }>();
   let batch: ProbeClose[] = [];
   // Per pid: when its last JS close ended.
@@ -86,7 +97,7 @@ export function closeTimings(
   };
   for (const c of published) {
     if (!c.device || typeof c.ms !== 'number') continue;
-    const native = registry.get(keyOf(c.pid, c.device, c.service)) === 'native';
+    const native = isNative(c);
     const last = batch[batch.length - 1];
     if (!native || (last && (last.pid !== c.pid || last.layer !== c.layer))) flush();
     if (native) batch.push(c);

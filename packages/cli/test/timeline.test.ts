@@ -55,6 +55,17 @@ describe('when each close ran', () => {
     ]);
   });
 
+  it('a close nobody registered, and not among the JS closes when the exit began: native', () => {
+    const reports = [{ entry: entry('hip-host', 0, 'compiler', 0.3), at: 50 }];
+    const published = [
+      { pid: 7, t: 40, device: { type: 'hip-host', index: 0 }, service: 'compiler', layer: 'js-exit', ms: 0.3 },
+    ];
+    const asJs = closeTimings(reports, published, []);
+    expect(asJs[0]).toMatchObject({ startMs: 39.7, timing: 'measured' });
+    const native = closeTimings(reports, published, [], new Map([[7, 30]]), new Map([[7, new Set<string>()]]));
+    expect(native[0]).toMatchObject({ startMs: 30, timing: 'reconstructed' });
+  });
+
   it('axis ticks fall on 1, 2 or 5 × 10^k', () => {
     expect(ticks(0, 31)).toEqual([0, 10, 20, 30]);
     expect(ticks(0, 12)).toEqual([0, 2, 4, 6, 8, 10, 12]);
@@ -130,7 +141,7 @@ describe.skipIf(!browser && !required)(
       expect(sim0).toMatchObject({ outcome: 'ok', timing: 'measured', layer: 'js-exit' });
       expect(sim1).toMatchObject({ outcome: 'error', timing: 'measured' });
       expect(cpu).toMatchObject({ outcome: 'ok', timing: 'reconstructed' });
-      expect(sim0.ms).toBeGreaterThanOrEqual(30);
+      expect(sim0.ms).toBeGreaterThanOrEqual(40);
       expect(sim1.startMs).toBeGreaterThanOrEqual(sim0.startMs + sim0.ms - 0.5);
       expect(cpu.startMs).toBeGreaterThanOrEqual(sim1.startMs + sim1.ms - 0.5);
 
@@ -211,7 +222,7 @@ describe.skipIf(!browser && !required)(
           const box = (e) => { const r = e.getBoundingClientRect(); return { x: r.x, y: r.y, width: r.width, height: r.height }; };
           document.body.setAttribute('data-geometry', JSON.stringify({
             figure: box(document.getElementById('timeline')),
-            report: box(document.getElementById('report')),
+            report: box(document.getElementById('timeline-report')),
             bars: [...document.querySelectorAll('rect.bar')].map((b) => ({ ...box(b), fill: b.getAttribute('fill'), key: b.dataset.device + '/' + b.dataset.service })),
           }));
         </script></body>`,
