@@ -101,7 +101,9 @@ describe('devexit demo: crashes without devexit, none with it', () => {
       DEVEXIT_HIP_LIBRARY: '/nonexistent/devexit-test/libamdhip64.so',
     });
     expect(text.stdout).toMatch(/^hip · stand-in libamdhip64 +natural end/m);
-    expect(text.stdout.replace(/\s+/g, ' ')).toContain('a stand-in libamdhip64 (a test double from tooling/standins-hip)');
+    expect(text.stdout.replace(/\s+/g, ' ')).toContain(
+      'a stand-in libamdhip64 (a test double from tooling/standins-hip)',
+    );
   });
 });
 

@@ -58,11 +58,24 @@ describe('when each close ran', () => {
   it('a close nobody registered, and not among the JS closes when the exit began: native', () => {
     const reports = [{ entry: entry('hip-host', 0, 'compiler', 0.3), at: 50 }];
     const published = [
-      { pid: 7, t: 40, device: { type: 'hip-host', index: 0 }, service: 'compiler', layer: 'js-exit', ms: 0.3 },
+      {
+        pid: 7,
+        t: 40,
+        device: { type: 'hip-host', index: 0 },
+        service: 'compiler',
+        layer: 'js-exit',
+        ms: 0.3,
+      },
     ];
     const asJs = closeTimings(reports, published, []);
     expect(asJs[0]).toMatchObject({ startMs: 39.7, timing: 'measured' });
-    const native = closeTimings(reports, published, [], new Map([[7, 30]]), new Map([[7, new Set<string>()]]));
+    const native = closeTimings(
+      reports,
+      published,
+      [],
+      new Map([[7, 30]]),
+      new Map([[7, new Set<string>()]]),
+    );
     expect(native[0]).toMatchObject({ startMs: 30, timing: 'reconstructed' });
   });
 
