@@ -37,6 +37,7 @@ export {
   DevexitError,
   type DevexitErrorCode,
   deviceClosedError,
+  deviceLostError,
   exitingError,
   outOfRangeError,
   ServiceCloseError,

@@ -91,10 +91,11 @@ function unregister(index: number): void {
   if (![...live].some((d) => d.id.index === index)) forgetClose(deviceId(NAME, index), SERVICE);
 }
 
-function onClosed(d: WgpuDevice, mode: CloseMode): void {
+function onClosed(d: WgpuDevice, mode: CloseMode | 'lost'): void {
   live.delete(d);
   wgpu.forget(d.id.index, d);
-  if (mode === 'finish') unregister(d.id.index);
+  // Closed by the user, or lost: nothing of it is left for an exit to close.
+  if (mode === 'finish' || mode === 'lost') unregister(d.id.index);
 }
 
 configureWorkers({
