@@ -13,6 +13,7 @@ import {
   type Kernel,
   type Queue,
 } from '@devexit/core';
+import type { GPUDevice } from './gpuTypes.js';
 import { builtinSource, type KernelSource, parseUserKernel } from './kernels.js';
 import { WgpuQueue } from './queue.js';
 import { WgpuKernel } from './resources.js';

@@ -1,5 +1,3 @@
-// Consumers need WebGPU's global types (GPUDevice, ...) for this package's declarations.
-/// <reference types="@webgpu/types" preserve="true" />
 // The process-wide registry first: device types and exit layers shared with the other backends.
 
 import { BackendBase } from '@devexit/backend';
@@ -18,6 +16,7 @@ import {
 import { guardState } from '@devexit/native';
 import { type Discovery, discover, loadDawn, presetEglPlatform } from './dawn.js';
 import { type CloseMode, WgpuDevice } from './device.js';
+import type { GPUAdapter } from './gpuTypes.js';
 import { exitState } from './state.js';
 import { installTracking } from './tracking.js';
 import { armMain, armWorker, configureWorkers } from './workers.js';

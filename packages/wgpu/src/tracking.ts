@@ -4,6 +4,8 @@
  * promises (onSubmittedWorkDone, mapAsync, ...) is still pending.
  */
 
+import type { GPUDevice } from './gpuTypes.js';
+
 const pending = new Set<Promise<unknown>>();
 const devices = new Set<WeakRef<GPUDevice>>();
 const MARK = Symbol.for('@devexit/wgpu/tracked');
