@@ -29,6 +29,8 @@ build/Release (where devexit's loader looks before the prebuilt platform package
                   prebuild for this platform (all of them when npm_config_build_from_source
                   is true, as \`npm install --build-from-source\` sets it for scripts)
   --clean         remove the local builds instead (the prebuild is used again)
+  --verbose       show node-gyp's output as it builds (else only when a build fails;
+                  DEVEXIT_BUILD_VERBOSE=1 does the same)
   -h, --help      this text
 
 Needs python3, make and a C++17 compiler, node-gyp (a local install, else npm's own) and
@@ -120,7 +122,8 @@ function gypFile(dir) {
  * removes an addon another process has loaded, and unchanged objects are reused). node-gyp only
  * reads binding.gyp: build-from-source.gyp is copied to it for the build (configure and make
  * both read it), then removed. Returns the exit status; nothing is written when a prerequisite
- * is missing.
+ * is missing. node-gyp's own output (hundreds of `gyp info` lines) is kept back and shown only
+ * when a step fails, unless `options.verbose` (or DEVEXIT_BUILD_VERBOSE=1) streams it.
  */
 function buildPackage(dir, options = {}) {
   const log = options.log || ((line) => process.stderr.write(`${line}\n`));
@@ -143,6 +146,7 @@ function buildPackage(dir, options = {}) {
   // gyp's command expansions (require('@devexit/native/gyp'), ...) run in fresh node processes.
   env.NODE_PATH = [addonApi, env.NODE_PATH].filter(Boolean).join(delimiter);
   const extra = headerArgs(env);
+  const verbose = options.verbose ?? /^(1|true|yes|on)$/i.test(env.DEVEXIT_BUILD_VERBOSE || '');
   const generated = gyp === 'build-from-source.gyp' ? join(dir, 'binding.gyp') : undefined;
   if (generated) copyFileSync(join(dir, gyp), generated);
   try {
@@ -150,8 +154,22 @@ function buildPackage(dir, options = {}) {
       ['configure', ...extra],
       ['build', '--jobs=max', ...extra],
     ]) {
-      const r = spawnSync(process.execPath, [nodeGyp, ...step], { cwd: dir, env, stdio: 'inherit' });
-      if (r.status !== 0) return r.status ?? 1;
+      const r = spawnSync(process.execPath, [nodeGyp, ...step], {
+        cwd: dir,
+        env,
+        stdio: verbose ? 'inherit' : ['ignore', 'pipe', 'pipe'],
+        maxBuffer: 256 * 1024 * 1024,
+      });
+      if (r.status !== 0) {
+        if (!verbose) {
+          // Interleaved as written is lost; compiler errors are on stderr, read last.
+          process.stderr.write(r.stdout || '');
+          process.stderr.write(r.stderr || '');
+          if (r.error) log(`devexit-build: node-gyp ${step[0]} could not run: ${r.error.message}`);
+        }
+        log(`devexit-build: node-gyp ${step[0]} failed in ${dir} (exit ${r.status ?? r.signal})`);
+        return r.status ?? 1;
+      }
     }
   } finally {
     if (generated) rmSync(generated, { force: true });
@@ -224,7 +242,7 @@ function main(argv) {
   const flags = new Set(argv.filter((a) => a.startsWith('-')));
   const specs = argv.filter((a) => !a.startsWith('-'));
   for (const f of flags) {
-    if (!['--if-needed', '--clean', '-h', '--help'].includes(f)) {
+    if (!['--if-needed', '--clean', '--verbose', '-h', '--help'].includes(f)) {
       process.stderr.write(`devexit-build: unknown option ${f}\n\n${USAGE}\n`);
       return 2;
     }
@@ -267,7 +285,7 @@ function main(argv) {
       continue;
     }
     process.stderr.write(`devexit-build: building ${name} in ${dir}\n`);
-    const status = buildPackage(dir);
+    const status = buildPackage(dir, flags.has('--verbose') ? { verbose: true } : {});
     if (status !== 0) return status;
     process.stdout.write(`${name}: built into ${join(dir, 'build', 'Release')}\n`);
   }

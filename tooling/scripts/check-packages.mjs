@@ -2,7 +2,9 @@
 // ranges replaced) and checks the tarball: publint --strict and arethetypeswrong report nothing,
 // LICENSE (the root one) and README.md are in it, no source map, no workspace: range left, nothing
 // that makes npm or pnpm run or build anything at install (no preinstall/install/postinstall
-// script, no binding.gyp at the root, gypfile not true). The platform packages of the prebuilt
+// script, no binding.gyp at the root, gypfile not true), and no script at all: the workspace's
+// scripts (build, test, lint, build:native, prepack) name files the tarball does not have, and
+// .pnpmfile.cjs (beforePacking) takes them out. The platform packages of the prebuilt
 // addons (tooling/scripts/addons.mjs) are packed too: their .node is in them and fits the
 // platform, and the main package lists each at its own version. Run after a build. Exit 1 on any
 // finding.
@@ -90,6 +92,13 @@ function checkTarball(tgz, dir, pkg, platform) {
   for (const s of ['preinstall', 'install', 'postinstall']) {
     if (packed.scripts?.[s]) problems.push(`a ${s} script (pnpm refuses it without approval)`);
   }
+  // Dev scripts point at what is not published (a tsconfig, vitest, ../../tooling/scripts/...).
+  for (const [name, command] of Object.entries(packed.scripts ?? {})) {
+    const missing = scriptFiles(command).filter((f) => !files.includes(f));
+    problems.push(
+      `scripts.${name} is published (${JSON.stringify(command)})${missing.length ? `, naming ${missing.join(', ')}, not in the tarball` : ''}: pack with pnpm (.pnpmfile.cjs removes scripts)`,
+    );
+  }
   if (files.includes('binding.gyp'))
     problems.push('binding.gyp at the root (npm and pnpm run node-gyp at install)');
   if (packed.gypfile === true) problems.push('"gypfile": true');
@@ -136,6 +145,14 @@ function checkTarball(tgz, dir, pkg, platform) {
   return problems;
 }
 
+/** The package files a script command names (`node ../../x.mjs`, `tsc -p tsconfig.build.json`). */
+function scriptFiles(command) {
+  return String(command)
+    .split(/[\s=]+/)
+    .filter((t) => /^\.{0,2}\/|\.(c|m)?js$|\.json$|\.gyp$|\.sh$/.test(t))
+    .map((t) => t.replace(/^\.\//, ''));
+}
+
 const out = mkdtempSync(join(tmpdir(), 'devexit-packs-'));
 let failed = 0;
 // The platform packages, the main packages' optionalDependencies and the changesets groups are
@@ -165,7 +182,7 @@ try {
         ? `${platform.addon.addon}.node for ${platform.tag}`
         : `attw --profile ${profile}`;
       console.log(
-        `ok   ${pkg.name}@${pkg.version}: publint --strict, ${what}, LICENSE, README, no maps, no install scripts`,
+        `ok   ${pkg.name}@${pkg.version}: publint --strict, ${what}, LICENSE, README, no maps, no scripts`,
       );
     }
   }

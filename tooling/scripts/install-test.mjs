@@ -11,8 +11,9 @@
 // --foreground-scripts; pnpm reports ignored builds), nothing was built (no build/ directory, no
 // binding.gyp), the prebuilt addons came from the platform packages, a CommonJS app and an ESM
 // app launch a kernel and exit 0 (and print the wgpu/hip/cuda probes), and a strict TypeScript
-// consumer (skipLibCheck false) compiles with NodeNext and with bundler resolution, and its
-// NodeNext build runs. Step (a) also runs `npm rebuild` / `pnpm rebuild` and `devexit-build`
+// consumer (skipLibCheck false) compiles with NodeNext and with bundler resolution, under
+// TypeScript 5.9 and TypeScript 7 (the native compiler, npm `typescript@7`, whose DOM lib declares
+// WebGPU names of its own), and its NodeNext build runs. Step (a) also runs `npm rebuild` / `pnpm rebuild` and `devexit-build`
 // (which must refuse cleanly: no compiler); step (d) runs `devexit doctor --json`. Prints a
 // table; exit 1 on any failure.
 //
@@ -45,6 +46,10 @@ const { values: opts } = parseArgs({
 const managers = opts.pm ?? ['npm', 'pnpm'];
 const PNPM = 'pnpm@12.4.2';
 const TYPESCRIPT = '5.9.3';
+const TYPESCRIPT_7 = readJson(join(root, 'package.json')).devDependencies.typescript7.replace(
+  /^npm:typescript@/,
+  '',
+);
 const TYPES_NODE = readJson(join(root, 'packages', 'core', 'package.json')).devDependencies['@types/node'];
 const fixtures = join(root, 'tooling', 'scripts', 'install-test');
 const started = Date.now();
@@ -61,7 +66,7 @@ const STEPS = [
   { id: 'b', label: '+ wgpu', add: ['@devexit/wgpu'], ts: ['wgpu.ts'] },
   { id: 'c', label: '+ hip, cuda', add: ['@devexit/hip', '@devexit/cuda'], ts: ['hip.ts', 'cuda.ts'] },
   // The CLI beside them: doctor finds every backend through its optional peers.
-  { id: 'd', label: '+ cli', add: ['@devexit/cli'], ts: [], doctor: true },
+  { id: 'd', label: '+ cli', add: ['@devexit/cli'], ts: ['cli.ts'], doctor: true },
 ];
 
 function fail(message) {
@@ -283,38 +288,39 @@ function appChecks(row, project, installed) {
 }
 
 async function tsChecks(row, project, files) {
-  // The default lib of the target (DOM included): @webgpu/types, which @devexit/wgpu's types use,
-  // needs DOM's BufferSource, EventInit and others. Incremental: a later step re-checks only
-  // what changed (a full check of @types/node and @webgpu/types takes ~8 s here).
+  // The default lib of the target (DOM included): the consumer's own WebGPU types (TypeScript 7's
+  // DOM lib declares them) must not clash with ours. Incremental: a later step re-checks only
+  // what changed (a full check of @types/node and the DOM lib takes ~8 s here).
   const base = { strict: true, skipLibCheck: false, target: 'es2022', types: ['node'], incremental: true };
   const configs = {
-    nodenext: {
-      ...base,
-      module: 'nodenext',
-      moduleResolution: 'nodenext',
-      outDir: 'out',
-      tsBuildInfoFile: 'nodenext.tsbuildinfo',
-    },
-    bundler: {
-      ...base,
-      module: 'preserve',
-      moduleResolution: 'bundler',
-      noEmit: true,
-      tsBuildInfoFile: 'bundler.tsbuildinfo',
-    },
+    nodenext: { ...base, module: 'nodenext', moduleResolution: 'nodenext', outDir: 'out' },
+    bundler: { ...base, module: 'preserve', moduleResolution: 'bundler', noEmit: true },
   };
-  const results = await Promise.all(
-    Object.entries(configs).map(([mode, compilerOptions]) => {
+  const compilers = {
+    ts59: join('node_modules', 'typescript', 'bin', 'tsc'),
+    ts7: join('node_modules', 'typescript7', 'bin', 'tsc'),
+  };
+  const jobs = [];
+  for (const [ts, tsc] of Object.entries(compilers)) {
+    for (const [mode, options] of Object.entries(configs)) {
+      const name = `${ts}-${mode}`;
+      // TypeScript 7 checks only: the NodeNext build that runs is 5.9's.
+      const compilerOptions = { ...options, tsBuildInfoFile: `${name}.tsbuildinfo` };
+      if (ts === 'ts7') {
+        compilerOptions.noEmit = true;
+        delete compilerOptions.outDir;
+      }
       writeFileSync(
-        join(project, `tsconfig.${mode}.json`),
+        join(project, `tsconfig.${name}.json`),
         JSON.stringify({ compilerOptions, files }, null, 2),
       );
-      const tsc = join('node_modules', 'typescript', 'bin', 'tsc');
-      return runAsync([process.execPath, tsc, '-p', `tsconfig.${mode}.json`], { cwd: project, env });
-    }),
-  );
-  Object.keys(configs).forEach((mode, i) => {
-    check(row, `ts ${mode}`, results[i].code === 0, results[i].out.slice(-3000));
+      jobs.push({ name, argv: [process.execPath, tsc, '-p', `tsconfig.${name}.json`] });
+    }
+  }
+  const results = await pool(jobs, 2, (j) => runAsync(j.argv, { cwd: project, env }));
+  jobs.forEach((j, i) => {
+    const label = j.name.replace(/^ts59-/, 'ts ').replace(/^ts7-/, 'ts7 ');
+    check(row, label, results[i].code === 0, results[i].out.slice(-3000));
   });
   // The NodeNext build, run: the types and the runtime agree.
   const problems = [];
@@ -357,7 +363,11 @@ function writeProject(pm, project, deps, withWgpu) {
     private: true,
     type: 'module',
     dependencies: Object.fromEntries(deps.map((n) => [n, file(n)])),
-    devDependencies: { typescript: TYPESCRIPT, '@types/node': TYPES_NODE },
+    devDependencies: {
+      typescript: TYPESCRIPT,
+      typescript7: `npm:typescript@${TYPESCRIPT_7}`,
+      '@types/node': TYPES_NODE,
+    },
   };
   pkg.version = '1.0.0';
   if (pm === 'npm') pkg.overrides = overrides;
@@ -376,7 +386,7 @@ function writeProject(pm, project, deps, withWgpu) {
 for (const pm of managers) {
   const project = join(work, `${pm}-app`);
   mkdirSync(project);
-  for (const f of ['app.cjs', 'app.mjs', 'cpu.ts', 'wgpu.ts', 'hip.ts', 'cuda.ts'])
+  for (const f of ['app.cjs', 'app.mjs', 'cpu.ts', 'wgpu.ts', 'hip.ts', 'cuda.ts', 'cli.ts'])
     copyFileSync(join(fixtures, f), join(project, f));
   const deps = [];
   const tsFiles = [];
@@ -440,10 +450,8 @@ for (const pm of managers) {
       staticChecks(row, project, deps);
     }
     if (step.doctor) doctorCheck(row, pm, project);
-    else {
-      appChecks(row, project, deps);
-      await tsChecks(row, project, [...tsFiles]);
-    }
+    else appChecks(row, project, deps);
+    await tsChecks(row, project, [...tsFiles]);
     row.seconds = seconds(t0);
   }
 }

@@ -6,7 +6,8 @@ export const USAGE = `usage: devexit <command> [options]
 commands:
   doctor    the platform, which exit layers are armed, each backend's availability
             (doctor run -- <command>: how a program ended, and what devexit did at its exit)
-  demo      exit mid-work by four paths, with devexit and with the guard disabled
+  demo      programs whose device service is inside a vendor runtime when they exit, by four
+            paths, with devexit and without: crashes without it, none with it
   help      this text, or a command's (devexit help demo)
 
 options:
@@ -15,7 +16,7 @@ options:
 `;
 
 export const DOCTOR_USAGE = `usage: devexit doctor [--json]
-       devexit doctor run [--json] [--timeout MS] [--exit-timeout MS] -- <command> [args...]
+       devexit doctor run [--json] [--timeout MS] [--exit-timeout MS] [--timeline FILE] -- <command> [args...]
 
 Prints the platform and libc, whether @devexit/native loads, which exit layers are enabled and
 armed, the close deadline, and for each backend (${BACKEND_NAMES.join(', ')}) whether it is installed
@@ -38,21 +39,40 @@ NODE_OPTIONS reports them; it loads nothing of devexit itself). Its own output p
   --timeout MS        kill it (its whole process group) past MS ms in all (default 60000)
   --exit-timeout MS   kill it when it is still running MS ms after it began to exit: "hung at
                       exit" (default 10000)
+  --timeline FILE     draw the exit: each close a bar per device and service against the
+                      deadline, the layer it ran in, what started the exit, how it ended
+                      (FILE.svg: the picture; FILE.html: a page with the report beside it)
+
+It reads the program's output as it streams (whatever its size) and keeps only the report lines
+and the last 64 KiB of its stderr; it ends when the program exits, even if a process the program
+started still holds its output open. Lines that begin "devexit:report " but are not a close
+report are ignored and named in the verdict.
 
 Exit status: 0 when it neither crashed nor hung (whatever its own exit code); 1 when it crashed
-or hung; 2 on bad usage; 127 when the command could not be started.
+or hung; 2 on bad usage; 127 when the command could not be started (verdict "not-started").
 `;
 
-export const DEMO_USAGE = `usage: devexit demo [--runs N] [--backend NAME]... [--json]
+/** Runs per exit path and mode: enough for a race that crashes a third of the time to show. */
+export const DEMO_DEFAULT_RUNS = 6;
 
-For each installed and available backend, runs child processes that keep device 0 busy and exit
-mid-work by four paths (natural end, process.exit(), an uncaught exception, a SIGINT handler),
-each with devexit and with the guard disabled (DEVEXIT_GUARD=0), and tabulates how they ended.
+export const DEMO_USAGE = `usage: devexit demo [--runs N] [--backend NAME]... [--timeline FILE | --no-timeline] [--verbose] [--json]
+
+Runs child programs whose device service is still calling the vendor runtime when they exit,
+by four paths (natural end, process.exit(), an uncaught exception, a SIGINT handler), each with
+devexit and without it (DEVEXIT_GUARD=0), and tabulates how they ended. By default: hip and cuda,
+whose compiler services race the runtime's exit teardown without a GPU: on the real runtime where
+it is installed (ROCm's libamdhip64, NVRTC), else on a stand-in (a test double, named "stand-in"
+in its rows; the repository has them), else the real cpu and wgpu backends. One exit of the first
+of them is drawn, with devexit and without (an HTML page; its path is printed).
 Progress goes to stderr, the table (or JSON) to stdout.
 
 options:
-  --runs N          runs per path and mode, 1 to 1000 (default 3)
-  --backend NAME    ${BACKEND_NAMES.join(', ')}; repeat or separate with commas (default: every installed one)
+  --runs N          runs per path and mode, 1 to 1000 (default ${DEMO_DEFAULT_RUNS})
+  --backend NAME    ${BACKEND_NAMES.join(', ')}; repeat or separate with commas (cpu, wgpu: their
+                    queue kept busy; their runtimes do not crash at exit)
+  --timeline FILE   where to write the page of the drawn exit (default: a temporary folder)
+  --no-timeline     draw nothing
+  --verbose         progress for every exit path, and the first error line of each failing cell
   --json            the results as JSON on stdout
   -h, --help        show this help
 
@@ -70,9 +90,17 @@ export type Command =
       json: boolean;
       timeoutMs: number;
       exitTimeoutMs: number;
+      timeline: string | undefined;
       command: string[];
     }
-  | { kind: 'demo'; json: boolean; runs: number; backends: string[] | undefined };
+  | {
+      kind: 'demo';
+      json: boolean;
+      verbose: boolean;
+      runs: number;
+      backends: string[] | undefined;
+      timeline: string | false | undefined;
+    };
 
 const HELP = { help: { type: 'boolean', short: 'h' } } as const;
 const USAGES: Record<string, string> = { doctor: DOCTOR_USAGE, demo: DEMO_USAGE };
@@ -169,7 +197,7 @@ function parseDoctorRun(args: string[]): Command {
     at = args.length;
     for (let i = 0; i < args.length; i++) {
       const a = args[i] as string;
-      if (a === '--timeout' || a === '--exit-timeout') i++;
+      if (a === '--timeout' || a === '--exit-timeout' || a === '--timeline') i++;
       else if (!a.startsWith('-')) {
         at = i;
         break;
@@ -185,6 +213,7 @@ function parseDoctorRun(args: string[]): Command {
       json: { type: 'boolean' },
       timeout: { type: 'string' },
       'exit-timeout': { type: 'string' },
+      timeline: { type: 'string' },
     },
     strict: true,
   });
@@ -200,9 +229,12 @@ function parseDoctorRun(args: string[]): Command {
   if (typeof timeoutMs === 'string') return bad(timeoutMs);
   const exitTimeoutMs = ms(values['exit-timeout'], 'exit-timeout', 10_000);
   if (typeof exitTimeoutMs === 'string') return bad(exitTimeoutMs);
+  const timeline = values.timeline;
+  if (timeline !== undefined && !/\.(svg|html?)$/i.test(timeline))
+    return bad(`--timeline must name a .svg or .html file; got ${JSON.stringify(timeline)}`);
   if (command.length === 0 || command[0] === '')
     return bad('run: no command given (devexit doctor run -- node app.js)');
-  return { kind: 'doctor-run', json: values.json === true, timeoutMs, exitTimeoutMs, command };
+  return { kind: 'doctor-run', json: values.json === true, timeoutMs, exitTimeoutMs, timeline, command };
 }
 
 function parseDemo(args: string[]): Command {
@@ -213,12 +245,15 @@ function parseDemo(args: string[]): Command {
       json: { type: 'boolean' },
       runs: { type: 'string' },
       backend: { type: 'string', multiple: true },
+      timeline: { type: 'string' },
+      'no-timeline': { type: 'boolean' },
+      verbose: { type: 'boolean' },
     },
     strict: true,
   });
   if (values.help) return { kind: 'help', text: DEMO_USAGE };
   const bad = (message: string): Command => ({ kind: 'usage-error', message, usage: DEMO_USAGE });
-  let runs = 3;
+  let runs = DEMO_DEFAULT_RUNS;
   if (values.runs !== undefined) {
     if (!/^[1-9][0-9]{0,3}$/.test(values.runs) || Number(values.runs) > 1000) {
       return bad(`--runs must be an integer from 1 to 1000; got ${JSON.stringify(values.runs)}`);
@@ -235,5 +270,16 @@ function parseDemo(args: string[]): Command {
       if (!backends.includes(name)) backends.push(name);
     }
   }
-  return { kind: 'demo', json: values.json === true, runs, backends };
+  if (values.timeline !== undefined && values['no-timeline'])
+    return bad('--timeline and --no-timeline together');
+  if (values.timeline !== undefined && !/\.html?$/i.test(values.timeline))
+    return bad(`--timeline must name an .html file; got ${JSON.stringify(values.timeline)}`);
+  return {
+    kind: 'demo',
+    json: values.json === true,
+    verbose: values.verbose === true,
+    runs,
+    backends,
+    timeline: values['no-timeline'] ? false : values.timeline,
+  };
 }

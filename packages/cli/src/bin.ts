@@ -1,10 +1,39 @@
 #!/usr/bin/env node
 // Nothing here loads @devexit/native or a backend before a command needs it: `--help` and
 // `doctor` work when the native addon is missing or broken.
-import { parseCommandLine } from './args.js';
-import { demo, formatDemo } from './demo.js';
+import { existsSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { DEMO_USAGE, DOCTOR_USAGE, parseCommandLine } from './args.js';
+import { demo } from './demo.js';
+import { formatDemo } from './demoFormat.js';
 import { doctor, formatDoctor } from './doctor.js';
-import { formatRun, runProgram } from './run.js';
+import { runProgram } from './run.js';
+import { formatRun } from './runFormat.js';
+
+/**
+ * The demo's progress on stderr: on a terminal one line rewritten in place; elsewhere a line per
+ * runtime (every exit path with --verbose), so that a log stays short.
+ */
+class Progress {
+  private shown = false;
+  constructor(
+    private readonly stream: NodeJS.WriteStream,
+    private readonly verbose: boolean,
+  ) {}
+
+  say(line: string, level: 'runtime' | 'path'): void {
+    if (this.stream.isTTY && !this.verbose) {
+      const width = Math.max((this.stream.columns ?? 80) - 1, 20);
+      this.stream.write(`\r\x1b[K${line.slice(0, width)}`);
+      this.shown = true;
+    } else if (this.verbose || level === 'runtime') this.stream.write(`devexit demo: ${line}\n`);
+  }
+
+  done(): void {
+    if (this.shown) this.stream.write('\r\x1b[K');
+    this.shown = false;
+  }
+}
 
 const out = (text: string) => process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
 const err = (text: string) => process.stderr.write(text.endsWith('\n') ? text : `${text}\n`);
@@ -31,21 +60,49 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case 'doctor-run': {
+      // Bad input before anything runs: the picture's folder must exist.
+      const picture = command.timeline && resolve(command.timeline);
+      if (picture && !(existsSync(dirname(picture)) && statSync(dirname(picture)).isDirectory())) {
+        err(`devexit doctor: --timeline: no folder ${JSON.stringify(dirname(picture))}\n\n${DOCTOR_USAGE}`);
+        return 2;
+      }
       const report = await runProgram({
         command: command.command,
         timeoutMs: command.timeoutMs,
         exitTimeoutMs: command.exitTimeoutMs,
-        // With --json, stdout is the report's alone.
-        stdout: (d) => (command.json ? process.stderr : process.stdout).write(d),
-        stderr: (d) => process.stderr.write(d),
+        // With --json, stdout is the report's alone. Streams: the program waits while they are full.
+        stdout: command.json ? process.stderr : process.stdout,
+        stderr: process.stderr,
       });
       out(command.json ? JSON.stringify(report, null, 2) : formatRun(report));
-      if (report.error) return 127;
+      if (picture) {
+        const { runTimelineHtml, runTimelineSvg } = await import('./timelineHtml.js');
+        try {
+          writeFileSync(picture, /\.svg$/i.test(picture) ? runTimelineSvg(report) : runTimelineHtml(report));
+          err(`devexit doctor run: the exit's timeline is in ${command.timeline}`);
+        } catch (e) {
+          err(`devexit doctor run: could not write ${command.timeline}: ${(e as Error).message}`);
+          return 1;
+        }
+      }
+      if (report.verdict === 'not-started') return 127;
       return report.crashed || report.hung ? 1 : 0;
     }
     case 'demo': {
-      const result = await demo({ runs: command.runs, backends: command.backends, log: err });
-      out(command.json ? JSON.stringify(result, null, 2) : formatDemo(result));
+      const picture = command.timeline ? resolve(command.timeline) : command.timeline;
+      if (picture && !existsSync(dirname(picture))) {
+        err(`devexit demo: --timeline: no folder ${JSON.stringify(dirname(picture))}\n\n${DEMO_USAGE}`);
+        return 2;
+      }
+      const progress = new Progress(process.stderr, command.verbose);
+      const result = await demo({
+        runs: command.runs,
+        backends: command.backends,
+        timeline: picture,
+        log: (line, level) => progress.say(line, level),
+      });
+      progress.done();
+      out(command.json ? JSON.stringify(result, null, 2) : formatDemo(result, { verbose: command.verbose }));
       if (!result.ok) {
         err(
           result.rows.length === 0

@@ -1,19 +1,24 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BACKEND_NAMES, firstLine, loadBackend, probeBackend } from './backends.js';
-import { type ChildResult, runMany } from './child.js';
+import { type ChildOptions, type ChildResult, runMany } from './child.js';
+import { type DemoTarget, demoTargets, type Skip } from './demoTargets.js';
+import { runProgram } from './run.js';
+import { timelinePage } from './timelineHtml.js';
 
-const CHILD = join(__dirname, '..', 'fixtures', 'demoChild.cjs');
 const CHILD_TIMEOUT_MS = 20_000;
 
 export const DEMO_PATHS = [
   { path: 'natural-end', label: 'natural end', code: 0, signal: undefined },
-  { path: 'process-exit', label: 'process.exit() mid-launch', code: 0, signal: undefined },
-  { path: 'uncaught-exception', label: 'uncaught exception mid-flush', code: 1, signal: undefined },
-  { path: 'sigint-handler', label: 'Ctrl-C (SIGINT handler exits)', code: 130, signal: 'SIGINT' as const },
+  { path: 'process-exit', label: 'process.exit()', code: 0, signal: undefined },
+  { path: 'uncaught-exception', label: 'uncaught exception', code: 1, signal: undefined },
+  { path: 'sigint-handler', label: 'Ctrl-C, handler exits', code: 130, signal: 'SIGINT' as const },
 ] as const;
 
 export interface DemoCell {
   runs: number;
+  /** The exit code the path asks for. */
+  expectedCode: number;
   /** How the runs ended: "exit 0", "SIGSEGV", "hang (killed)", with counts. */
   endings: Record<string, number>;
   /** Ended by a signal, or exit 134/139. */
@@ -32,6 +37,10 @@ export interface DemoCell {
 
 export interface DemoRow {
   backend: string;
+  /** The runtime the rows ran on: "hip · real ROCm 5.2", "cuda · stand-in libcuda". */
+  runtime: string;
+  /** A test double stands in for the vendor runtime. */
+  standIn: boolean;
   path: string;
   label: string;
   expectedCode: number;
@@ -42,8 +51,14 @@ export interface DemoRow {
 export interface DemoResult {
   runs: number;
   rows: DemoRow[];
+  /** What each runtime is, in a sentence, by runtime name. */
+  runtimes: Array<{ runtime: string; standIn: boolean; about: string; race: boolean }>;
   /** Backends that did not run, and why ("not installed (npm install @devexit/hip)", ...). */
   skipped: Array<{ backend: string; reason: string; requested: boolean }>;
+  /** Lines to read: fallbacks taken, races that did not crash unguarded this time. */
+  notes: string[];
+  /** The timeline page written for one row (with and without devexit), if any. */
+  timeline?: string;
   /** Every run with devexit ended as its path asks, at least one backend ran, none requested was skipped. */
   ok: boolean;
 }
@@ -70,6 +85,7 @@ export function summarizeRuns(results: ChildResult[], expectedCode: number): Dem
   const mid = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
   const out: DemoCell = {
     runs: results.length,
+    expectedCode,
     endings,
     crashes,
     hangs,
@@ -83,102 +99,130 @@ export function summarizeRuns(results: ChildResult[], expectedCode: number): Dem
 
 const clean = (c: DemoCell) => c.crashes === 0 && c.hangs === 0 && c.unexpected === 0;
 
-export async function demo(options: {
+export interface DemoOptions {
   runs: number;
   backends?: string[] | undefined;
-  /** Progress lines (the CLI writes them to stderr). */
-  log?: (line: string) => void;
-}): Promise<DemoResult> {
+  /** Progress: one line per runtime ('runtime') and per exit path ('path'). */
+  log?: (line: string, level: 'runtime' | 'path') => void;
+  /** Where to write the timeline page of one row; false: none. Default: a temporary folder. */
+  timeline?: string | false;
+}
+
+/** The default: the exit races, on the real runtime where it is installed, else on a stand-in. */
+export const DEMO_DEFAULT_BACKENDS = ['hip', 'cuda'] as const;
+
+export async function demo(options: DemoOptions): Promise<DemoResult> {
   const log = options.log ?? (() => {});
-  const rows: DemoRow[] = [];
-  const skipped: DemoResult['skipped'] = [];
   const requested = options.backends !== undefined;
-  for (const name of options.backends ?? BACKEND_NAMES) {
-    const loaded = loadBackend(name);
-    if ('error' in loaded) {
-      skipped.push({ backend: name, reason: loaded.error, requested });
-      log(`${name}: skipped: ${loaded.error}`);
-      continue;
-    }
-    const probe = await probeBackend(loaded.backend);
-    if (!probe.available) {
-      skipped.push({ backend: name, reason: `unavailable: ${probe.reason}`, requested });
-      log(`${name}: skipped: unavailable: ${probe.reason}`);
-      continue;
-    }
+  const rows: DemoRow[] = [];
+  const notes: string[] = [];
+  const isTarget = (t: DemoTarget | Skip): t is DemoTarget => 'script' in t;
+  let found = await demoTargets(options.backends ?? DEMO_DEFAULT_BACKENDS);
+  const skipped = found.filter((t) => !isTarget(t)).map((t) => ({ ...(t as Skip), requested }));
+  if (!requested && !found.some(isTarget)) {
+    // Neither race can run here: the real backends that do, to show the closes at least.
+    found = await demoTargets(['cpu', 'wgpu']);
+    notes.push(
+      'No runtime that crashes at exit is here, real or stand-in: the real cpu and wgpu backends instead.',
+    );
+    skipped.push(...found.filter((t) => !isTarget(t)).map((t) => ({ ...(t as Skip), requested: false })));
+  }
+  const targets = found.filter(isTarget);
+  for (const s of skipped) log(`${s.backend}: skipped: ${s.reason}`, 'runtime');
+  for (const target of targets) {
+    log(
+      `${target.runtime}: ${DEMO_PATHS.length} exit paths, ${options.runs} runs each with devexit and without`,
+      'runtime',
+    );
+    const ran: Array<{ on: ChildResult[]; off: ChildResult[] }> = [];
     for (const p of DEMO_PATHS) {
-      log(`${name}: ${p.label}: ${options.runs} run(s) with devexit, ${options.runs} with DEVEXIT_GUARD=0`);
-      const base = { script: CHILD, args: [loaded.path, p.path], timeoutMs: CHILD_TIMEOUT_MS };
-      const opts = p.signal ? { ...base, signalOnReady: p.signal } : base;
+      log(
+        `${target.runtime}: ${p.label}: ${options.runs} run(s) with devexit, ${options.runs} with DEVEXIT_GUARD=0`,
+        'path',
+      );
+      const opts = childOptions(target, p);
       const on = await runMany(options.runs, opts);
-      const off = await runMany(options.runs, { ...opts, env: { DEVEXIT_GUARD: '0' } });
+      const off = await runMany(options.runs, { ...opts, env: { ...opts.env, DEVEXIT_GUARD: '0' } });
+      ran.push({ on, off });
+    }
+    // A race window is a millisecond or so: on a loaded machine a round may miss it. Once more.
+    if (target.race && !ran.some((r) => r.off.some(crashed))) {
+      log(
+        `${target.runtime}: no crash without devexit yet: ${options.runs} more runs of each path`,
+        'runtime',
+      );
+      for (const [i, p] of DEMO_PATHS.entries()) {
+        const opts = childOptions(target, p);
+        ran[i]?.off.push(
+          ...(await runMany(options.runs, { ...opts, env: { ...opts.env, DEVEXIT_GUARD: '0' } })),
+        );
+      }
+      if (!ran.some((r) => r.off.some(crashed)))
+        notes.push(
+          `${target.runtime}: no run crashed without devexit this time (the race window is narrow; try --runs 20).`,
+        );
+    }
+    DEMO_PATHS.forEach((p, i) => {
       rows.push({
-        backend: name,
+        backend: target.backend,
+        runtime: target.runtime,
+        standIn: target.standIn,
         path: p.path,
         label: p.label,
         expectedCode: p.code,
-        withDevexit: summarizeRuns(on, p.code),
-        guardDisabled: summarizeRuns(off, p.code),
+        withDevexit: summarizeRuns(ran[i]?.on ?? [], p.code),
+        guardDisabled: summarizeRuns(ran[i]?.off ?? [], p.code),
       });
-    }
+    });
   }
-  const ok = rows.length > 0 && rows.every((r) => clean(r.withDevexit)) && !skipped.some((s) => s.requested);
-  return { runs: options.runs, rows, skipped, ok };
+  const result: DemoResult = {
+    runs: options.runs,
+    rows,
+    runtimes: targets.map((t) => ({ runtime: t.runtime, standIn: t.standIn, about: t.about, race: t.race })),
+    skipped,
+    notes,
+    ok: rows.length > 0 && rows.every((r) => clean(r.withDevexit)) && !skipped.some((s) => s.requested),
+  };
+  const pictured = targets.find((t) => t.race) ?? targets[0];
+  if (pictured && options.timeline !== false) {
+    log(`${pictured.runtime}: one exit drawn, with devexit and without`, 'runtime');
+    result.timeline = await demoTimeline(pictured, options.timeline);
+  }
+  return result;
 }
 
-export function describeCell(c: DemoCell, withCloses: boolean): string {
-  const endings = Object.entries(c.endings)
-    .map(([k, n]) => (n === c.runs ? k : `${k} x${n}`))
-    .join(', ');
-  const verdict =
-    c.crashes > 0
-      ? `CRASH ${c.crashes}/${c.runs}`
-      : c.hangs > 0
-        ? `HANG ${c.hangs}/${c.runs}`
-        : c.unexpected > 0
-          ? `UNEXPECTED ${c.unexpected}/${c.runs}`
-          : 'clean';
-  const closes = withCloses ? `, ${c.closes} closes` : '';
-  return `${verdict}: ${endings}${closes}, ${c.exitMs} ms`;
+function childOptions(target: DemoTarget, p: (typeof DEMO_PATHS)[number]): ChildOptions {
+  const base = {
+    script: target.script,
+    args: [...target.args, p.path],
+    timeoutMs: CHILD_TIMEOUT_MS,
+    env: target.env,
+  };
+  return p.signal ? { ...base, signalOnReady: p.signal } : base;
 }
 
-export function formatDemo(result: DemoResult): string {
-  const head = ['backend', 'exit path', 'with devexit', 'guard disabled'];
-  const body = result.rows.map((r) => [
-    r.backend,
-    `${r.label} (exit ${r.expectedCode})`,
-    describeCell(r.withDevexit, true),
-    describeCell(r.guardDisabled, false),
-  ]);
-  const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => (b[i] ?? '').length)));
-  const line = (cols: string[]) =>
-    cols
-      .map((c, i) => c.padEnd(widths[i] ?? 0))
-      .join('  ')
-      .trimEnd();
-  const lines = result.rows.length
-    ? [line(head), line(widths.map((w) => '-'.repeat(w))), ...body.map(line), '']
-    : ['No backend ran.', ''];
-  for (const s of result.skipped) lines.push(`${s.backend}: skipped: ${s.reason}`);
-  for (const r of result.rows) {
-    for (const [mode, c] of [
-      ['with devexit', r.withDevexit],
-      ['guard disabled', r.guardDisabled],
-    ] as const) {
-      if (c.firstError) lines.push(`${r.backend}, ${r.label}, ${mode}: ${firstLine(c.firstError)}`);
-    }
-  }
-  if (
-    result.skipped.length ||
-    result.rows.some((r) => r.withDevexit.firstError || r.guardDisabled.firstError)
-  )
-    lines.push('');
-  lines.push(
-    'Each child opens device 0 of the backend, keeps it busy (launches queued, a flush pending) and',
-    "leaves by the path shown. 'with devexit': 'closes' counts the services devexit closed before",
-    "the runtime's own exit teardown. 'guard disabled': the same program with DEVEXIT_GUARD=0.",
-    'Everything here is the real backend on this machine, no stand-in: whether the guard-disabled',
-    "runs crash depends on the vendor runtime's exit teardown (see @devexit/cli's README).",
+const crashed = (r: ChildResult) => !r.timedOut && (r.signal !== null || r.code === 134 || r.code === 139);
+
+/** One exit of `target` by process.exit(), with devexit and (until one crashes, 5 tries) without. */
+async function demoTimeline(target: DemoTarget, file: string | undefined): Promise<string> {
+  const path = DEMO_PATHS[1];
+  const run = (guard: boolean) =>
+    runProgram({
+      command: [target.script, ...target.args, path.path],
+      timeoutMs: CHILD_TIMEOUT_MS,
+      exitTimeoutMs: CHILD_TIMEOUT_MS,
+      env: { ...process.env, ...target.env, ...(guard ? {} : { DEVEXIT_GUARD: '0' }) },
+    });
+  const on = await run(true);
+  let off = await run(false);
+  for (let i = 0; i < 4 && !off.crashed; i++) off = await run(false);
+  const out = file ?? join(mkdtempSync(join(tmpdir(), 'devexit-demo-')), 'timeline.html');
+  writeFileSync(
+    out,
+    timelinePage(`devexit demo: ${target.runtime}, ${path.label}`, [
+      { heading: `with devexit`, report: on },
+      { heading: 'without devexit (DEVEXIT_GUARD=0)', report: off },
+    ]),
   );
-  return lines.join('\n');
+  return out;
 }

@@ -7,16 +7,14 @@ export {
   type DemoResult,
   type DemoRow,
   demo,
-  describeCell,
-  formatDemo,
   summarizeRuns,
 } from './demo.js';
+export { describeCell, formatDemo } from './demoFormat.js';
+export { type DemoTarget, demoTargets } from './demoTargets.js';
 export { type BackendReport, type DoctorReport, doctor, formatDoctor, type NativeReport } from './doctor.js';
-export {
-  formatRun,
-  type ProcessReport,
-  type RunOptions,
-  type RunReport,
-  runProgram,
-  type Verdict,
-} from './run.js';
+export { type Malformed, StderrSplitter } from './output.js';
+export { type ProcessReport, type RunOptions, type RunReport, runProgram, type Verdict } from './run.js';
+export { describeExitStart, formatRun, mainProcess } from './runFormat.js';
+export { type Timeline, timelineOf } from './timeline.js';
+export { runTimelineHtml, runTimelineSvg, timelinePage } from './timelineHtml.js';
+export { type CloseTiming, closeTimings } from './timing.js';

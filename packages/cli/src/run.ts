@@ -1,21 +1,26 @@
 import { spawn } from 'node:child_process';
-import { join } from 'node:path';
-import { type CloseReportEntry, parseReportLines } from '@devexit/core';
+import { existsSync } from 'node:fs';
+import type { CloseReportEntry } from '@devexit/core';
 import type { GuardState } from '@devexit/native';
+import { type Malformed, now, type Sink, StderrSplitter, sinkWriter } from './output.js';
 import { PROBE_PREFIX } from './probeProtocol.js';
+import { type CloseTiming, closeTimings, type ProbeClose, type ProbeRegister } from './timing.js';
 
 /** `devexit doctor run`: runs a program and tells how it ended, and what devexit did at its exit. */
 export interface RunOptions {
   /** The program and its arguments (a .js/.cjs/.mjs file runs with this Node). */
   command: string[];
-  /** Kill it (and its process group) past this many ms in all. */
+  /** Kill it (and its process group) when it has not exited this many ms after it started. */
   timeoutMs: number;
   /** Once it began to exit: kill it past this many ms more ("hung at exit"). */
   exitTimeoutMs: number;
   env?: NodeJS.ProcessEnv;
-  /** Where the program's own output goes (the doctor's lines are taken out of its stderr). */
-  stdout?: (chunk: string) => void;
-  stderr?: (chunk: string) => void;
+  /**
+   * Where the program's own output goes (the doctor's lines are taken out of its stderr): a
+   * stream keeps backpressure (the program's pipe is paused while the stream is full).
+   */
+  stdout?: Sink;
+  stderr?: Sink;
 }
 
 export type Verdict =
@@ -32,7 +37,18 @@ export type Verdict =
 export interface ProcessReport {
   pid: number;
   /** When it began to exit (ms after the run started), and by what (js-exit, shutdown, ...). */
-  exitBegan?: { ms: number; layer: string; code?: number; signal?: string };
+  exitBegan?: {
+    ms: number;
+    layer: string;
+    code?: number;
+    signal?: string;
+    /** What led there, oldest first: a signal, process.exit(n), an uncaught error, the natural end. */
+    trigger?: Array<{ what: string; ms: number }>;
+  };
+  /** When its 'exit' event ran (ms after the run started). */
+  exitEventMs?: number;
+  /** How long devexit's exit layer (or shutdown()) took, closes and all, as it measured. */
+  exitLayerMs?: number;
   /** Whether the program had loaded @devexit/core and @devexit/native when it began to exit. */
   devexit: { core: boolean; native: boolean };
   /** The exit layers as @devexit/native saw them then: enabled, armed (by what), exit handlers. */
@@ -56,7 +72,18 @@ export interface RunReport {
   exitMs?: number;
   /** Every close devexit ran (DEVEXIT_REPORT=json in the program): device, service, layer, ms, outcome. */
   closes: CloseReportEntry[];
+  /** When each close ran, ms after the run started (for the timeline), in the order of `closes`. */
+  closeTimes: CloseTiming[];
   processes: ProcessReport[];
+  /** Lines that began `devexit:report ` but were not a close report (all counted, 20 named). */
+  malformed: Malformed[];
+  malformedCount: number;
+  /** Report lines past the 10,000 kept. */
+  reportsDropped?: number;
+  /** Its stdout or stderr was still held open by a process it started when it exited. */
+  outputHeld?: boolean;
+  /** The last 64 KiB of its stderr (without the doctor's lines). */
+  stderrTail: string;
   /** One sentence for people. */
   summary: string;
   error?: string;
@@ -65,9 +92,14 @@ export interface RunReport {
 const CRASH_SIGNALS = new Set(['SIGSEGV', 'SIGABRT', 'SIGBUS', 'SIGILL', 'SIGFPE', 'SIGTRAP', 'SIGSYS']);
 /** What a shell reports for a child a crash signal ended (SIGABRT, SIGSEGV), when one wraps it. */
 const CRASH_CODES = new Set([134, 139, 135, 132, 136]);
+/** After the program exited: how long its pipes may stay quiet before the doctor stops reading. */
+const QUIET_AFTER_EXIT_MS = 250;
+/** ...and how long, at most, it reads a pipe some other process still writes to. */
+const READ_AFTER_EXIT_MS = 2_000;
+const MAX_PROCESSES = 256;
 
 function withProbe(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  const probe = join(__dirname, 'probe.js');
+  const probe = require.resolve('./probe.js');
   const quoted = /[\s"\\]/.test(probe) ? `"${probe.replace(/(["\\])/g, '\\$1')}"` : probe;
   const options = [env.NODE_OPTIONS, `--require ${quoted}`].filter(Boolean).join(' ');
   return { ...env, DEVEXIT_REPORT: 'json', NODE_OPTIONS: options };
@@ -76,16 +108,22 @@ function withProbe(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 /** Runs the program; never throws for the program's sake and never hangs past the timeouts. */
 export function runProgram(options: RunOptions): Promise<RunReport> {
   const [file, ...rest] = options.command;
-  const argv = /\.[cm]?js$/.test(file ?? '') ? [process.execPath, file as string, ...rest] : options.command;
-  const started = performance.now();
-  const startedAt = Date.now();
+  const isScript = /\.[cm]?js$/.test(file ?? '');
+  const argv = isScript ? [process.execPath, file as string, ...rest] : options.command;
+  const started = now();
   return new Promise((resolve) => {
-    let stderr = '';
-    let partial = '';
+    if (isScript && !existsSync(file as string)) {
+      resolve(notStarted(options.command, `no such file: ${file}`, started));
+      return;
+    }
     const processes = new Map<number, ProcessReport>();
-    let firstExit: number | undefined; // Date.now() in the process that began to exit first
+    const probeCloses: ProbeClose[] = [];
+    const registered: ProbeRegister[] = [];
+    const jsAtExit = new Map<number, Set<string>>();
+    let firstExit: number | undefined; // when the first process began to exit (its clock)
     let timedOut: 'run' | 'exit' | undefined;
     let exitTimer: NodeJS.Timeout | undefined;
+    let settled = false;
     const child = spawn(argv[0] as string, argv.slice(1), {
       env: withProbe(options.env ?? process.env),
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -110,64 +148,166 @@ export function runProgram(options: RunOptions): Promise<RunReport> {
         return;
       }
       const pid = Number(event.pid);
-      const p = processes.get(pid) ?? { pid, devexit: { core: false, native: false } };
-      processes.set(pid, p);
+      const t = Number(event.t);
+      if (!Number.isInteger(pid) || !Number.isFinite(t)) return;
+      if (event.event === 'close') {
+        if (probeCloses.length < 10_000)
+          probeCloses.push({ ...(event as unknown as ProbeClose), t: t - started });
+        return;
+      }
+      if (event.event === 'register') {
+        if (registered.length < 10_000) registered.push(event as unknown as ProbeRegister);
+        return;
+      }
+      let p = processes.get(pid);
+      if (!p) {
+        if (processes.size >= MAX_PROCESSES) return;
+        p = { pid, devexit: { core: false, native: false } };
+        processes.set(pid, p);
+      }
       const state = event.devexit as { core: boolean; native: boolean; guard?: GuardState } | undefined;
       if (state) {
-        p.devexit = { core: state.core, native: state.native };
+        p.devexit = { core: state.core === true, native: state.native === true };
         if (state.guard) p.guard = state.guard;
       }
+      if (event.event === 'exit') p.exitEventMs = round(t - started);
+      if (event.event === 'exit-end' && p.exitLayerMs === undefined && typeof event.ms === 'number')
+        p.exitLayerMs = round(event.ms);
       if (event.event === 'exit-start' && !p.exitBegan) {
-        const ms = Number(event.t) - startedAt;
-        p.exitBegan = { ms, layer: String(event.layer ?? 'exit') };
+        p.exitBegan = { ms: round(t - started), layer: String(event.layer ?? 'exit') };
         if (typeof event.code === 'number') p.exitBegan.code = event.code;
         if (typeof event.signal === 'string') p.exitBegan.signal = event.signal;
+        if (Array.isArray(event.trigger) && event.trigger.length > 0) {
+          p.exitBegan.trigger = (event.trigger as Array<{ what: unknown; t: unknown }>).map((x) => ({
+            what: String(x.what),
+            ms: round(Number(x.t) - started),
+          }));
+        }
+        if (Array.isArray(event.jsCloses))
+          jsAtExit.set(pid, new Set((event.jsCloses as unknown[]).slice(0, 1000).map(String)));
         if (firstExit === undefined) {
-          firstExit = Number(event.t);
+          firstExit = t;
           exitTimer = setTimeout(() => kill('exit'), options.exitTimeoutMs);
         }
       }
     };
-    child.stdout.setEncoding('utf8').on('data', (d: string) => options.stdout?.(d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => {
-      stderr += d;
-      const text = partial + d;
-      const parts = text.split('\n');
-      partial = parts.pop() ?? '';
-      let shown = '';
-      for (const l of parts) {
-        if (l.startsWith(PROBE_PREFIX)) onProbe(l.slice(PROBE_PREFIX.length));
-        else if (!l.startsWith('devexit:report ')) shown += `${l}\n`;
-      }
-      if (shown) options.stderr?.(shown);
+    const stdoutSink = sinkWriter(
+      options.stdout,
+      () => child.stdout.pause(),
+      () => child.stdout.resume(),
+    );
+    const stderrSink = sinkWriter(
+      options.stderr,
+      () => child.stderr.pause(),
+      () => child.stderr.resume(),
+    );
+    const splitter = new StderrSplitter({ probe: PROBE_PREFIX }, onProbe, stderrSink);
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
+      lastData = now();
+      stdoutSink(d);
     });
-    const finish = (code: number | null, signal: string | null, error?: string) => {
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      lastData = now();
+      splitter.write(d);
+    });
+    let lastData = 0;
+    let ended: { code: number | null; signal: string | null; at: number } | undefined;
+    let open = 2;
+    const pipeEnded = () => {
+      if (--open === 0 && ended) finish();
+    };
+    child.stdout.on('end', pipeEnded);
+    child.stderr.on('end', pipeEnded);
+    let drainTimer: NodeJS.Timeout | undefined;
+
+    const finish = (error?: string) => {
+      if (settled) return;
+      settled = true;
       clearTimeout(runTimer);
       clearTimeout(exitTimer);
-      if (partial && !partial.startsWith(PROBE_PREFIX)) options.stderr?.(partial);
-      const ended = performance.now();
+      clearTimeout(drainTimer);
+      splitter.end();
+      const outputHeld = open > 0 && !error;
+      // A daemon it started may hold the pipes for ever: stop reading them.
+      child.stdout.destroy();
+      child.stderr.destroy();
+      if (error) {
+        resolve(notStarted(options.command, error, started, child.pid));
+        return;
+      }
+      const closes = splitter.reports.map((r) => r.entry);
       const report = classify({
         command: options.command,
-        code,
-        signal,
+        code: ended?.code ?? null,
+        signal: ended?.signal ?? null,
         timedOut,
         atExit: firstExit !== undefined,
-        ms: ended - started,
-        exitMs: firstExit === undefined ? undefined : Date.now() - firstExit,
-        closes: parseReportLines(stderr),
+        ms: (ended?.at ?? now()) - started,
+        exitMs: firstExit === undefined ? undefined : (ended?.at ?? now()) - firstExit,
+        closes,
         processes: [...processes.values()],
         timeouts: options,
       });
-      if (child.pid !== undefined) report.pid = child.pid;
-      if (error) {
-        report.error = error;
-        report.summary = `could not start ${JSON.stringify(argv[0])}: ${error}`;
+      report.closeTimes = closeTimings(
+        splitter.reports.map((r) => ({ ...r, at: r.at - started })),
+        probeCloses,
+        registered,
+        new Map(report.processes.flatMap((p) => (p.exitBegan ? [[p.pid, p.exitBegan.ms] as const] : []))),
+        jsAtExit,
+      );
+      report.malformed = splitter.malformed;
+      report.malformedCount = splitter.malformedCount;
+      if (splitter.malformedCount > 0) {
+        const first = splitter.malformed[0];
+        report.summary += `; ${splitter.malformedCount} malformed devexit:report line(s) ignored (${first?.why}: ${JSON.stringify(first?.line)})`;
       }
+      if (splitter.reportsDropped) report.reportsDropped = splitter.reportsDropped;
+      if (outputHeld) report.outputHeld = true;
+      report.stderrTail = splitter.tail;
+      if (child.pid !== undefined) report.pid = child.pid;
       resolve(report);
     };
-    child.on('error', (err) => finish(null, null, err.message));
-    child.on('close', (code, signal) => finish(code, signal));
+    // The run ends when the program does, not when its pipes close: a daemon it started may
+    // hold them. What is still in them is read until they go quiet.
+    const afterExit = () => {
+      if (settled) return;
+      const at = now();
+      const quiet = at - lastData >= QUIET_AFTER_EXIT_MS;
+      if (open === 0 || quiet || at - (ended?.at ?? at) >= READ_AFTER_EXIT_MS) finish();
+      else drainTimer = setTimeout(afterExit, QUIET_AFTER_EXIT_MS);
+    };
+    child.on('error', (err) => finish(err.message));
+    child.on('exit', (code, signal) => {
+      ended = { code, signal, at: now() };
+      clearTimeout(runTimer);
+      clearTimeout(exitTimer);
+      if (open === 0) finish();
+      else drainTimer = setTimeout(afterExit, QUIET_AFTER_EXIT_MS);
+    });
   });
+}
+
+function notStarted(command: string[], error: string, started: number, pid?: number): RunReport {
+  const report: RunReport = {
+    command,
+    code: null,
+    signal: null,
+    verdict: 'not-started',
+    crashed: false,
+    hung: false,
+    atExit: false,
+    ms: round(now() - started),
+    closes: [],
+    closeTimes: [],
+    processes: [],
+    malformed: [],
+    malformedCount: 0,
+    stderrTail: '',
+    summary: `COULD NOT START ${JSON.stringify(command[0] ?? '')}: ${error}`,
+    error,
+  };
+  if (pid !== undefined) report.pid = pid;
+  return report;
 }
 
 function classify(r: {
@@ -217,63 +357,15 @@ function classify(r: {
     atExit: (crashed || hung) && r.atExit,
     ms: round(r.ms),
     closes: r.closes,
+    closeTimes: [],
     processes: r.processes,
+    malformed: [],
+    malformedCount: 0,
+    stderrTail: '',
     summary,
   };
   if (r.exitMs !== undefined) out.exitMs = round(r.exitMs);
   return out;
 }
 
-const round = (ms: number) => Math.round(ms * 10) / 10;
-
-export function formatRun(r: RunReport): string {
-  const lines = [`devexit doctor run: ${r.command.join(' ')}`];
-  lines.push(
-    `  ended        ${r.signal ? `by signal ${r.signal}` : r.code === null ? 'not at all' : `with code ${r.code}`} after ${r.ms} ms`,
-  );
-  lines.push(`  verdict      ${r.summary}`);
-  const main = r.processes.find((p) => p.exitBegan) ?? r.processes[0];
-  if (main?.exitBegan) {
-    const how = [
-      main.exitBegan.layer,
-      main.exitBegan.signal ? `signal ${main.exitBegan.signal}` : undefined,
-      main.exitBegan.code !== undefined ? `code ${main.exitBegan.code}` : undefined,
-    ]
-      .filter(Boolean)
-      .join(', ');
-    lines.push(
-      `  exit         began at ${main.exitBegan.ms} ms (${how}); the process ended ${r.exitMs ?? '?'} ms later`,
-    );
-  } else {
-    lines.push('  exit         no exit began in any Node process it started (or none was a Node process)');
-  }
-  if (r.closes.length === 0) {
-    lines.push(
-      '  closes       none reported (devexit not loaded, nothing registered, or the layers are off)',
-    );
-  } else {
-    lines.push(`  closes       ${r.closes.length}`);
-    for (const c of r.closes) {
-      const extra =
-        c.drained === undefined
-          ? ''
-          : c.drained
-            ? ', drained'
-            : `, not drained${c.dropped ? ` (${c.dropped} dropped)` : ''}`;
-      lines.push(
-        `    ${`${c.device.type}:${c.device.index}/${c.service}`.padEnd(24)} ${c.outcome} in ${c.ms.toFixed(2)} ms (${c.layer}${extra})${c.error ? `: ${c.error}` : ''}`,
-      );
-    }
-  }
-  if (r.processes.length === 0) lines.push('  layers       unknown: no Node process reported');
-  for (const p of r.processes) {
-    const g = p.guard;
-    const what = !p.devexit.core
-      ? 'devexit not loaded'
-      : !p.devexit.native || !g
-        ? '@devexit/core only: the JS layer (no native layers)'
-        : `js ${g.layers.js ? 'on' : 'OFF'}, main-thread guard ${g.layers.tls ? (g.tls.armed ? `armed (${g.tls.by})` : 'NOT armed') : 'OFF'}, atexit ${g.layers.atexit ? `on (${g.atexitHooks.join(', ')})` : 'OFF'}; deadline ${g.timeoutMs} ms`;
-    lines.push(`  layers       pid ${p.pid}: ${what}`);
-  }
-  return lines.join('\n');
-}
+const round = (ms: number) => Math.round(ms * 100) / 100;

@@ -173,7 +173,7 @@ describe('devexit doctor outside the workspace (npm layout, no backend installed
     expect(r.status, show(r)).toBe(1);
     const result = JSON.parse(r.stdout);
     expect(result.rows).toEqual([]);
-    expect(result.skipped.map((s: { reason: string }) => s.reason)).toEqual([
+    expect(result.skipped.map((s: { reason: string }) => s.reason).sort()).toEqual([
       'not installed (npm install @devexit/cpu)',
       'not installed (npm install @devexit/cuda)',
       'not installed (npm install @devexit/hip)',

@@ -6,6 +6,7 @@ import { describe } from './validate.js';
 export type DevexitErrorCode =
   | 'ERR_DEVEXIT_EXITING'
   | 'ERR_DEVEXIT_DEVICE_CLOSED'
+  | 'ERR_DEVEXIT_DEVICE_LOST'
   | 'ERR_DEVEXIT_OUT_OF_RANGE'
   | 'ERR_DEVEXIT_UNAVAILABLE'
   | 'ERR_DEVEXIT_SERVICE_CLOSE'
@@ -48,6 +49,14 @@ export function deviceClosedError(device: DeviceId, what: string): DevexitError 
   return new DevexitError(
     'ERR_DEVEXIT_DEVICE_CLOSED',
     `devexit: cannot ${what}: ${formatDeviceId(device)} is closed`,
+  );
+}
+
+/** The device was lost (the driver or someone else ended it): what it was asked to do did not run. */
+export function deviceLostError(device: DeviceId, what: string, reason: string): DevexitError {
+  return new DevexitError(
+    'ERR_DEVEXIT_DEVICE_LOST',
+    `devexit: cannot ${what}: ${formatDeviceId(device)} was lost: ${reason}`,
   );
 }
 

@@ -38,6 +38,7 @@ export {
   DevexitError,
   type DevexitErrorCode,
   deviceClosedError,
+  deviceLostError,
   exitingError,
   outOfRangeError,
   ServiceCloseError,

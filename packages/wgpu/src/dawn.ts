@@ -1,6 +1,7 @@
 /** Loading Dawn (npm `webgpu`), keeping its instances alive, and finding an adapter. */
 
 import { isMainThread } from 'node:worker_threads';
+import type { GPU, GPUAdapter } from './gpuTypes.js';
 
 export interface DawnModule {
   create(flags: string[]): GPU;

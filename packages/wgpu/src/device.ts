@@ -7,11 +7,13 @@ import {
   type Device,
   type DeviceId,
   deviceClosedError,
+  deviceLostError,
   exitingError,
   isExiting,
   type Kernel,
   type Queue,
 } from '@devexit/core';
+import type { GPUDevice } from './gpuTypes.js';
 import { builtinSource, type KernelSource, parseUserKernel } from './kernels.js';
 import { WgpuQueue } from './queue.js';
 import { WgpuKernel } from './resources.js';
@@ -53,35 +55,68 @@ export class WgpuDevice implements Device {
   /** The Dawn device, for code that needs WebGPU directly. Destroyed on close. */
   readonly gpuDevice: GPUDevice;
   readonly info: DeviceInfo;
-  #state: 'open' | 'closing' | 'closed' = 'open';
+  #state: 'open' | 'closing' | 'closed' | 'lost' = 'open';
+  /** Why the device was lost (Dawn's message), once it was. */
+  #lost: string | undefined;
   #queue: WgpuQueue | undefined;
   readonly #kernels = new Map<KernelSource, WgpuKernel>();
   readonly #waiting = new Set<Waiting>();
   #closing: Promise<void> | undefined;
-  readonly #onClosed: (d: WgpuDevice, mode: CloseMode) => void;
+  readonly #onClosed: (d: WgpuDevice, mode: CloseMode | 'lost') => void;
 
   constructor(
     id: DeviceId,
     gpuDevice: GPUDevice,
     info: DeviceInfo,
-    onClosed: (d: WgpuDevice, mode: CloseMode) => void,
+    onClosed: (d: WgpuDevice, mode: CloseMode | 'lost') => void,
   ) {
     this.id = id;
     this.gpuDevice = gpuDevice;
     this.info = info;
     this.name = info.adapterDescription;
     this.#onClosed = onClosed;
+    // Settles on our own destroy() too: only a loss while open (or closing) is one.
+    gpuDevice.lost.then(
+      (info) => this.#onLost(info),
+      () => {},
+    );
   }
 
-  /** True from the moment a close begins. */
+  /** True from the moment a close begins, or once the device was lost. */
   get closed(): boolean {
     return this.#state !== 'open';
   }
 
-  /** Throws the typed error for a call after close or once exiting. */
+  /** Why the device was lost, or undefined while it was not. */
+  get lostReason(): string | undefined {
+    return this.#lost;
+  }
+
+  /** Throws the typed error for a call after close, after a loss, or once exiting. */
   check(what: string): void {
     if (isExiting()) throw exitingError(what);
+    if (this.#state === 'lost') throw deviceLostError(this.id, what, this.#lost ?? 'unknown');
     if (this.#state !== 'open') throw deviceClosedError(this.id, what);
+  }
+
+  /**
+   * The GPUDevice was lost (a driver reset, or destroy() called on it directly): nothing
+   * recorded or pending will run, so every pending flush and read rejects with
+   * ERR_DEVEXIT_DEVICE_LOST, as every later call does. The backend forgets the device: probe()
+   * and open() make a new one.
+   */
+  #onLost(info: GPUDeviceLostInfo): void {
+    if (this.#state === 'closed' || this.#state === 'lost') return;
+    this.#state = 'lost';
+    this.#lost = `${info.message || 'no message'} (reason: ${info.reason})`;
+    this.#queue?.discard();
+    const waiting = [...this.#waiting];
+    this.#waiting.clear();
+    for (const w of waiting) {
+      w.promise.catch(() => {});
+      w.reject(deviceLostError(this.id, w.what, this.#lost));
+    }
+    this.#onClosed(this, 'lost');
   }
 
   queue(): Queue {
@@ -161,19 +196,23 @@ export class WgpuDevice implements Device {
       const detach = () => signal.removeEventListener('abort', abort);
       promise.then(detach, detach);
     }
+    // Dawn settles pending work when the device is lost, maybe just before it tells of the loss
+    // in the same turn: one microtask later, a loss told there still wins (work that did not
+    // run never resolves).
+    const settle = (ok: boolean, v: unknown) =>
+      queueMicrotask(() => {
+        if (!this.#waiting.delete(w) || w.silenced) return;
+        if (ok) w.resolve(v);
+        else
+          w.reject(
+            this.#state === 'closed'
+              ? deviceClosedError(this.id, what)
+              : backendError('wgpu', `${what} failed: ${describeError(v)}`),
+          );
+      });
     p.then(
-      (v) => {
-        if (!this.#waiting.delete(w) || w.silenced) return;
-        w.resolve(v);
-      },
-      (e) => {
-        if (!this.#waiting.delete(w) || w.silenced) return;
-        w.reject(
-          this.#state === 'closed'
-            ? deviceClosedError(this.id, what)
-            : backendError('wgpu', `${what} failed: ${e instanceof Error ? e.message : String(e)}`),
-        );
-      },
+      (v) => settle(true, v),
+      (e) => settle(false, e),
     );
     return promise as Promise<T>;
   }
@@ -193,6 +232,11 @@ export class WgpuDevice implements Device {
   }
 
   async #finish(): Promise<void> {
+    if (this.#state === 'lost') {
+      // Nothing can drain: the device is already gone and forgotten.
+      this.#state = 'closed';
+      return;
+    }
     if (this.#state !== 'open') return;
     this.#state = 'closing';
     const end = performance.now() + currentConfig().timeoutMs;
@@ -207,7 +251,7 @@ export class WgpuDevice implements Device {
    * For close() and shutdown() (which refuses new work meanwhile).
    */
   async drain(ms: number, stop?: AbortSignal): Promise<boolean> {
-    if (this.#state === 'closed') return true;
+    if (this.#state === 'closed' || this.#state === 'lost') return true;
     this.#queue?.submit();
     const work: Promise<unknown>[] = [...this.#waiting].map((w) => w.source);
     work.push(this.gpuDevice.queue.onSubmittedWorkDone());
@@ -229,6 +273,10 @@ export class WgpuDevice implements Device {
    */
   closeNow(mode: CloseMode): void {
     if (this.#state === 'closed') return;
+    if (this.#state === 'lost') {
+      this.#state = 'closed';
+      return;
+    }
     this.#state = 'closed';
     if (mode !== 'finish') this.#queue?.discard();
     const waiting = [...this.#waiting];
@@ -253,6 +301,12 @@ export class WgpuDevice implements Device {
       this.#onClosed(this, mode);
     }
   }
+}
+
+/** An error's message, or Dawn's error name when the message is empty (an AbortError of mapAsync). */
+function describeError(e: unknown): string {
+  if (e instanceof Error) return e.message || e.name || 'no message';
+  return String(e) || 'no message';
 }
 
 async function within(p: Promise<unknown>, ms: number, stop?: AbortSignal): Promise<void> {

@@ -1,5 +1,3 @@
-// Consumers need WebGPU's global types (GPUDevice, ...) for this package's declarations.
-/// <reference types="@webgpu/types" preserve="true" />
 // The process-wide registry first: device types and exit layers shared with the other backends.
 
 import { isMainThread } from 'node:worker_threads';
@@ -18,6 +16,7 @@ import {
 import '@devexit/native';
 import { type Discovery, discover, loadDawn, presetEglPlatform } from './dawn.js';
 import { type CloseMode, WgpuDevice } from './device.js';
+import type { GPUAdapter } from './gpuTypes.js';
 import { destroyAllDevices, installTracking } from './tracking.js';
 
 export { type CloseMode, type DeviceInfo, WgpuDevice } from './device.js';
@@ -93,10 +92,11 @@ function unregister(index: number): void {
   if (![...live].some((d) => d.id.index === index)) forgetClose(deviceId(NAME, index), SERVICE);
 }
 
-function onClosed(d: WgpuDevice, mode: CloseMode): void {
+function onClosed(d: WgpuDevice, mode: CloseMode | 'lost'): void {
   live.delete(d);
   wgpu.forget(d.id.index, d);
-  if (mode === 'finish') unregister(d.id.index);
+  // Closed by the user, or lost: nothing of it is left for an exit to close.
+  if (mode === 'finish' || mode === 'lost') unregister(d.id.index);
 }
 
 {

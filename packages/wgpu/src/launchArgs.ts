@@ -1,5 +1,6 @@
 import { argError, type CheckedArg, type Scalar } from '@devexit/backend';
 import { type KernelArg, outOfRangeError } from '@devexit/core';
+import type { GPUBindGroup, GPUBuffer } from './gpuTypes.js';
 import { WgpuBuffer, type WgpuKernel } from './resources.js';
 
 // What a launch binds: its checked arguments as GPU buffers and scalars, compared with the last

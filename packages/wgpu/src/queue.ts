@@ -25,6 +25,7 @@ import {
   outOfRangeError,
   type Queue,
 } from '@devexit/core';
+import type { GPUBindGroup, GPUBuffer, GPUComputePipeline, GPUDevice } from './gpuTypes.js';
 import { BYTE_COPY, type KernelSource, workgroups } from './kernels.js';
 import { type BoundArg, bindings, type LastBound, type Live, repeats, sameArgs } from './launchArgs.js';
 import { WgpuBuffer, WgpuKernel } from './resources.js';

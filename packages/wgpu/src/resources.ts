@@ -1,4 +1,5 @@
 import type { DeviceBuffer, DeviceId, Kernel } from '@devexit/core';
+import type { GPUBindGroupLayout, GPUBuffer, GPUComputePipeline } from './gpuTypes.js';
 import type { KernelSource } from './kernels.js';
 import type { QueueOwner } from './queue.js';
 

@@ -8,6 +8,8 @@ import { critical } from '@devexit/core';
  * Entered even once exiting began (`closing`): a close's own Dawn calls must be waited for too.
  */
 
+import type { GPUDevice } from './gpuTypes.js';
+
 const pending = new Set<Promise<unknown>>();
 const devices = new Set<WeakRef<GPUDevice>>();
 const MARK = Symbol.for('@devexit/wgpu/tracked');

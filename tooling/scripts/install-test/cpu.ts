@@ -3,8 +3,10 @@
 import type { Backend, Device, DeviceBuffer, KernelArg, ProbeResult, Queue } from '@devexit/core';
 import { isExiting } from '@devexit/core';
 import { backend } from '@devexit/cpu';
+import { type GuardState, guardState } from '@devexit/native';
 
 const cpu: Backend = backend;
+const guard: GuardState = guardState();
 const probe: ProbeResult = await cpu.probe();
 if (!probe.available) throw new Error(`cpu unavailable: ${probe.reason}`);
 
@@ -19,4 +21,4 @@ q.launch(device.kernel('sum_f32'), n, args);
 const sum = new Float32Array((await q.read(out)).slice().buffer)[0];
 await device.close();
 if (sum !== 2 * n || isExiting()) throw new Error(`sum_f32 gave ${sum}`);
-console.log(JSON.stringify({ app: 'ts', sum, devices: probe.devices }));
+console.log(JSON.stringify({ app: 'ts', sum, devices: probe.devices, tls: guard.tls.armed }));
