@@ -67,7 +67,12 @@ int WaitAndConclude(const std::shared_ptr<Job> &job, bool end_if_nested) {
       if (!job->inline_run) MaybeGrow(job, lock, quiet, done_before);
     }
     job->caller_returned.store(true);
-    job->cv.notify_all();  // lets the manager go
+  }
+  if (job->inline_run && job->on_deadline == TimeoutAction::kNone) {
+    // An explicit close: let the manager go now, so that it is parked for the next one. (At exit
+    // it sleeps out its interval: waking it would cost a context switch for nothing.)
+    { std::lock_guard<std::mutex> idle(job->manager_mu); }
+    job->manager_cv.notify_all();
   }
   // A close that ran past the deadline while the manager already warned counts as timed out.
   const bool warned_by_manager = job->timeout_claimed.load();
@@ -189,12 +194,20 @@ int RunClose(const CloseRequest &req) {
   job->on_deadline = req.on_deadline;
   job->exit_code = req.exit_code >= 0 ? req.exit_code : -1;
   job->caller = std::this_thread::get_id();
-  for (size_t i = 0; i < taken.size(); i++) {
-    const bool same = i > 0 && taken[i].type == taken[i - 1].type && taken[i].index == taken[i - 1].index;
-    if (!same) job->groups.emplace_back();
-    Task t;
-    t.key = std::move(taken[i]);
-    job->groups.back().push_back(std::move(t));
+  job->keep_lines = req.lines_out != nullptr;
+  job->tasks = taken.size();
+  const auto same_device = [&](size_t a, size_t b) {
+    return taken[a].type == taken[b].type && taken[a].index == taken[b].index;
+  };
+  size_t devices = 0;
+  for (size_t i = 0; i < taken.size(); i++) devices += i == 0 || !same_device(i, i - 1);
+  job->groups.reserve(devices);
+  for (size_t i = 0; i < taken.size();) {
+    size_t end = i + 1;
+    while (end < taken.size() && same_device(end, i)) end++;
+    std::vector<Task> &group = job->groups.emplace_back(end - i);
+    for (size_t k = i; k < end; k++) group[k - i].key = std::move(taken[k]);
+    i = end;
   }
 
   // Where the closes run. A JS thread (the 'exit' layer, closeServices()) and an explicit caller
@@ -214,7 +227,7 @@ int RunClose(const CloseRequest &req) {
   const int failures = WaitAndConclude(job, true);
   if (req.lines_out) {
     std::lock_guard<std::mutex> lock(job->mu);
-    *req.lines_out = job->lines;
+    *req.lines_out = std::move(job->lines);
   }
   return failures;
 }

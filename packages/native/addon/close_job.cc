@@ -163,8 +163,9 @@ int Conclude(Job &job, bool timed_out, bool late_is_timeout) {
   {
     std::lock_guard<std::mutex> lock(job.mu);
     const int64_t now = NowNs();
-    pending = PendingList(job);
+    if (timed_out) pending = PendingList(job);
     code = EndCode(job);
+    lines.reserve(job.tasks);
     for (auto &group : job.groups) {
       for (Task &t : group) {
         ReportLine r;
@@ -195,7 +196,7 @@ int Conclude(Job &job, bool timed_out, bool late_is_timeout) {
   // Exit layers report failures on stderr themselves; the explicit JS call through warnings.
   const bool exit_layer = job.on_deadline != TimeoutAction::kNone;
   std::string out = ReportText(lines, exit_layer);
-  {
+  if (job.keep_lines) {
     std::lock_guard<std::mutex> lock(job.mu);
     job.lines = lines;
   }
@@ -218,12 +219,23 @@ int Conclude(Job &job, bool timed_out, bool late_is_timeout) {
 namespace {
 
 // Inline runs only: grows the pullers while the caller is busy in a close, and acts at the
-// deadline if the caller is stuck inside one (the caller handles it whenever it is waiting).
-void Manage(std::shared_ptr<Job> job) {
-  std::unique_lock<std::mutex> lock(job->mu);
-  while (!job->caller_returned.load() && job->groups_done < job->groups.size()) {
+// deadline if the caller is stuck inside one (the caller handles it whenever it is waiting). It
+// waits between checks on a condition variable of its own and takes the job's lock only to check:
+// an exit layer whose closes are quick costs one wake-up (the hand-over) and no context switch on
+// the caller, who neither wakes it again nor meets it on the job's lock. An explicit close wakes
+// it when done, so that it is parked again for the next one.
+void Manage(const std::shared_ptr<Job> &job) {
+  size_t done_before = 0;  // at the hand-over, about none
+  for (;;) {
     const int64_t left = job->deadline_ns - NowNs();
-    if (left <= 0) {
+    if (left > 0) {
+      std::unique_lock<std::mutex> idle(job->manager_mu);
+      job->manager_cv.wait_for(idle, std::chrono::nanoseconds(std::min<int64_t>(left, kGrowPollNs)),
+                               [&] { return job->caller_returned.load(); });
+    }
+    std::unique_lock<std::mutex> lock(job->mu);
+    if (job->caller_returned.load() || job->groups_done >= job->groups.size()) return;
+    if (NowNs() >= job->deadline_ns) {
       if (!job->caller_in_close.load() || job->timeout_claimed.exchange(true)) return;
       const int code = EndCode(*job);
       const bool end = job->on_deadline != TimeoutAction::kNone && OnTimeoutPolicy() == kTimeoutExit && code >= 0;
@@ -237,10 +249,9 @@ void Manage(std::shared_ptr<Job> job) {
       WriteStderr(DeadlineText(pending, false, code, job->on_deadline));
       return;
     }
-    const size_t done_before = job->groups_done;
-    const bool quiet = job->cv.wait_for(lock, std::chrono::nanoseconds(std::min<int64_t>(left, kGrowPollNs))) ==
-                       std::cv_status::timeout;
-    MaybeGrow(job, lock, quiet, done_before);
+    // Quiet: no device finished during the last interval.
+    MaybeGrow(job, lock, job->groups_done == done_before, done_before);
+    done_before = job->groups_done;
   }
 }
 
@@ -267,7 +278,8 @@ void ParkedManager() {
     m.job = nullptr;
     m.parked_thread = false;
     lock.unlock();
-    Manage(std::move(job));
+    Manage(job);
+    job.reset();
     lock.lock();
     m.parked_thread = true;
   }
@@ -278,15 +290,16 @@ void ParkedManager() {
 void HandToManager(const std::shared_ptr<Job> &job) {
   Managers &m = M();
   {
-    std::lock_guard<std::mutex> lock(m.mu);
+    std::unique_lock<std::mutex> lock(m.mu);
     if (m.parked_thread && m.job == nullptr) {
       m.job = job;
-      m.cv.notify_one();
+      lock.unlock();
+      m.cv.notify_one();  // after unlocking: the manager does not wake into a held lock
       return;
     }
   }
   try {
-    std::thread(Manage, job).detach();
+    std::thread([job] { Manage(job); }).detach();
   } catch (...) {
     // No manager: the caller still runs every close, only without a watchdog.
   }

@@ -37,7 +37,9 @@ struct Job : std::enable_shared_from_this<Job> {
   int64_t deadline_ns = 0;
   int64_t call_deadline_ns = 0;  // what each close is told, when not deadline_ns (shutdown's drain)
   std::string layer;
-  std::vector<ReportLine> lines;  // the report, once concluded
+  size_t tasks = 0;               // closes in all groups
+  bool keep_lines = false;        // the caller wants the report lines (lines, once concluded)
+  std::vector<ReportLine> lines;
   bool inline_run = false;  // the caller takes groups too (a JS thread or an explicit close)
   std::thread::id caller;
   TimeoutAction on_deadline = TimeoutAction::kNone;
@@ -46,6 +48,8 @@ struct Job : std::enable_shared_from_this<Job> {
   // caller has returned, and who handles the deadline (first to flip it).
   std::atomic<bool> caller_in_close{false};
   std::atomic<bool> caller_returned{false};
+  std::mutex manager_mu;  // the manager's waits between checks (not job.mu: see Manage)
+  std::condition_variable manager_cv;
   std::atomic<bool> timeout_claimed{false};
   // Nested exits (under mu): a close called exit(); the caller ends the process once concluded.
   bool nested = false;
