@@ -107,6 +107,14 @@ class KeyTable {
 
   size_t size() const { return live_; }
 
+  // Sizes the index for `keys` keys at once (tooling/bench's pre-sized variant: what growing
+  // costs). May throw std::bad_alloc, changing nothing.
+  void ReserveIndex(size_t keys) {
+    size_t size = capacity_ > 1024 ? capacity_ : 1024;
+    while (size < (keys + 1) * 2) size *= 2;
+    if (size > capacity_) Reindex(size);
+  }
+
   // Live records, oldest first: fn(const Record &, std::string_view service, size_t order), where
   // order grows with the registration's age (younger: larger).
   template <typename Fn>
@@ -200,7 +208,7 @@ class KeyTable {
     }
     if ((live_ + dead_slots_ + 1) * 2 > capacity_) {
       size_t size = capacity_ > 1024 ? capacity_ : 1024;
-      while (size < (live_ + 1) * 4) size *= 2;
+      while (size < (live_ + 1) * 3) size *= 2;
       Reindex(size);
     }
   }
