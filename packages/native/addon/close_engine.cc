@@ -61,7 +61,7 @@ int WaitAndConclude(const std::shared_ptr<Job> &job, bool end_if_nested) {
         timed_out = true;
         break;
       }
-      const size_t done_before = job->groups_done;
+      const size_t done_before = job->closes_done;
       const bool quiet = job->cv.wait_for(lock, std::chrono::nanoseconds(std::min<int64_t>(left, kGrowPollNs))) ==
                          std::cv_status::timeout;
       if (!job->inline_run) MaybeGrow(job, lock, quiet, done_before);
@@ -108,6 +108,7 @@ int NestedExit(const CloseRequest &req) {
       t.done = true;
       t.end_ns = NowNs();
       t.exit_status = req.exit_code >= 0 ? req.exit_code : -1;
+      job->closes_done++;
     }
     job->nested = true;
     if (req.exit_code >= 0) job->nested_code = req.exit_code;

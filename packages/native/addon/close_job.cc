@@ -60,6 +60,7 @@ void RunTask(Job &job, size_t g, size_t i, bool caller) {
   t.rc = rc;
   t.end_ns = NowNs();
   t.done = true;
+  job.closes_done++;
   if (rc != 0) t.error.assign(error, strnlen(error, sizeof error));
   else t.note.assign(error, strnlen(error, sizeof error));
 }
@@ -97,12 +98,14 @@ size_t StartPullers(const std::shared_ptr<Job> &job, size_t want) {
 }
 
 // Called with job->mu held after a poll: adds pullers when every puller is inside a close (as
-// many groups claimed as pullers, so none is merely slow to start) and no device finished for a
-// whole poll interval while others wait. Doubling: a few slow devices do not cost 64 starts.
+// many groups claimed as pullers, so none is merely slow to start) and no close finished for a
+// whole poll interval while devices wait. (Closes that each take a few context switches, such as
+// stopping idle service threads, keep finishing: more threads would only share the same cores.)
+// Doubling: a few slow devices do not cost 64 starts.
 void MaybeGrow(const std::shared_ptr<Job> &job, std::unique_lock<std::mutex> &lock, bool quiet,
                size_t done_before) {
   const size_t claimed = std::min(job->next.load(), job->groups.size());
-  if (!quiet || job->groups_done != done_before || claimed < job->pullers || claimed >= job->groups.size()) return;
+  if (!quiet || job->closes_done != done_before || claimed < job->pullers || claimed >= job->groups.size()) return;
   const size_t want = std::min(
       {job->groups.size() - claimed, job->pullers, kMaxCloseThreads - std::min(job->pullers, kMaxCloseThreads)});
   lock.unlock();
@@ -249,9 +252,9 @@ void Manage(const std::shared_ptr<Job> &job) {
       WriteStderr(DeadlineText(pending, false, code, job->on_deadline));
       return;
     }
-    // Quiet: no device finished during the last interval.
-    MaybeGrow(job, lock, job->groups_done == done_before, done_before);
-    done_before = job->groups_done;
+    // Quiet: no close finished during the last interval.
+    MaybeGrow(job, lock, job->closes_done == done_before, done_before);
+    done_before = job->closes_done;
   }
 }
 

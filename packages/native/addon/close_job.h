@@ -33,6 +33,7 @@ struct Job : std::enable_shared_from_this<Job> {
   std::mutex mu;
   std::condition_variable cv;
   size_t groups_done = 0;
+  size_t closes_done = 0;  // progress, for growing the pullers: a close finished
   size_t pullers = 0;  // threads taking groups (the caller counts when it runs inline); under mu
   int64_t deadline_ns = 0;
   int64_t call_deadline_ns = 0;  // what each close is told, when not deadline_ns (shutdown's drain)
@@ -68,6 +69,7 @@ int EndCode(const Job &job);
 void FinishGroup(Job &job, size_t g, size_t from, bool caller);
 void RunGroups(const std::shared_ptr<Job> &job, bool caller);
 size_t StartPullers(const std::shared_ptr<Job> &job, size_t want);
+// Adds pullers when no close finished for a whole poll interval (done_before: closes_done then).
 void MaybeGrow(const std::shared_ptr<Job> &job, std::unique_lock<std::mutex> &lock, bool quiet, size_t done_before);
 // Records and prints what a job did; past the deadline, warns and (per onTimeout) ends the
 // process. Returns the number of closes not ok.
