@@ -10,6 +10,9 @@
 //                             slots probed and written, no records, no lock, sized first): what
 //                             the memory charges any index of that size
 //   warmHeap(bytes)           makes malloc hand out memory already faulted in (see WarmHeap)
+//   idleServices(backend, devices, perDevice)
+//                             starts devices x perDevice idle service threads of the shared
+//                             runtime (devexit_service.hpp), each registered for its exit close
 // Timings are {wallNs, cpuNs, faults}: cpuNs is this thread's CPU time, which a loaded machine
 // inflates less than wall time (other processes' time slices are not counted in it); faults, the
 // page faults this thread took meanwhile.
@@ -30,6 +33,7 @@
 #include <vector>
 
 #include "devexit.h"
+#include "devexit_service.hpp"
 #include "key_table.h"
 
 namespace {
@@ -226,6 +230,50 @@ Napi::Value IndexFloor(const Napi::CallbackInfo &info) {
   return out;
 }
 
+// An idle device service as a backend has one: a thread of the shared runtime waiting for
+// commands, closed at exit by stopping it (queued work dropped) and joining it.
+class IdleService : public devexit::ServiceThread<int> {
+ public:
+  int Close(const devexit::CloseContext &ctx, std::string *error) {
+    return once_.Run(ctx.deadline_ns, error, [&](std::string *why) {
+      return Stop(devexit::StopMode::kDrop, ctx, why) ? 0 : 1;
+    });
+  }
+
+ protected:
+  void Execute(int &) override {}
+
+ private:
+  devexit::CloseOnce once_;
+};
+
+Napi::Value IdleServices(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  const devexit_registry_v1 *reg = devexit::Registry();
+  if (!reg) throw Napi::Error::New(env, "no registry: require('@devexit/native') first");
+  const std::string backend = info[0].As<Napi::String>();
+  const uint32_t devices = info[1].As<Napi::Number>().Uint32Value();
+  const uint32_t per_device = info[2].As<Napi::Number>().Uint32Value();
+  const int type = reg->device_type(backend.c_str());
+  if (type <= 0) throw Napi::Error::New(env, "device_type failed");
+  uint32_t started = 0;
+  for (uint32_t d = 0; d < devices; d++) {
+    for (uint32_t k = 0; k < per_device; k++) {
+      auto *service = new IdleService();  // lives as long as the process: the registry points at it
+      std::string error;
+      if (!service->Start(&error)) throw Napi::Error::New(env, "service start failed: " + error);
+      devexit_device_id id;
+      id.type = static_cast<uint16_t>(type);
+      id.index = d;
+      const std::string name = "service" + std::to_string(k);
+      if (devexit::RegisterClose(id, name.c_str(), service) != DEVEXIT_OK)
+        throw Napi::Error::New(env, "register_close refused");
+      started++;
+    }
+  }
+  return Napi::Number::New(env, started);
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports["emptyCall"] = Napi::Function::New(env, EmptyCall, "emptyCall");
   exports["memcpyGBps"] = Napi::Function::New(env, MemcpyGBps, "memcpyGBps");
@@ -234,6 +282,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports["tableInsert"] = Napi::Function::New(env, TableInsert, "tableInsert");
   exports["indexFloor"] = Napi::Function::New(env, IndexFloor, "indexFloor");
   exports["warmHeap"] = Napi::Function::New(env, WarmHeap, "warmHeap");
+  exports["idleServices"] = Napi::Function::New(env, IdleServices, "idleServices");
   return exports;
 }
 
