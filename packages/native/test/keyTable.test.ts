@@ -9,6 +9,10 @@ import { describe, expect, it } from 'vitest';
 // compiler that builds the addon, under AddressSanitizer and UBSan where the compiler has them.
 const here = __dirname;
 const dir = mkdtempSync(join(tmpdir(), 'devexit-key-table-'));
+// The sanitizer jobs preload their runtime into every child: not into the compiler, and the test
+// program links its own.
+const env = { ...process.env };
+delete env.LD_PRELOAD;
 
 function build(sanitize: boolean): { ok: boolean; exe: string; stderr: string } {
   const exe = join(dir, sanitize ? 'key_table_asan' : 'key_table');
@@ -28,7 +32,7 @@ function build(sanitize: boolean): { ok: boolean; exe: string; stderr: string } 
       '-o',
       exe,
     ],
-    { encoding: 'utf8' },
+    { encoding: 'utf8', env },
   );
   return { ok: r.status === 0, exe, stderr: r.stderr };
 }
@@ -42,7 +46,7 @@ describe('key table (addon/key_table.h)', () => {
       b = build(false);
     }
     expect(b.ok, b.stderr).toBe(true);
-    const r = spawnSync(b.exe, [], { encoding: 'utf8', timeout: 120_000 });
+    const r = spawnSync(b.exe, [], { encoding: 'utf8', timeout: 120_000, env });
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     expect(r.stdout).toMatch(/^ok \d+\n$/);
