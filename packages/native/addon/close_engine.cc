@@ -68,12 +68,9 @@ int WaitAndConclude(const std::shared_ptr<Job> &job, bool end_if_nested) {
     }
     job->caller_returned.store(true);
   }
-  if (job->inline_run && job->on_deadline == TimeoutAction::kNone) {
-    // An explicit close: let the manager go now, so that it is parked for the next one. (At exit
-    // it sleeps out its interval: waking it would cost a context switch for nothing.)
-    { std::lock_guard<std::mutex> idle(job->manager_mu); }
-    job->manager_cv.notify_all();
-  }
+  // An explicit close: let the manager go now, so that it is parked for the next one. (At exit it
+  // sleeps out its interval: waking it would cost a context switch for nothing.)
+  if (job->inline_run && job->on_deadline == TimeoutAction::kNone) LetManagerGo();
   // A close that ran past the deadline while the manager already warned counts as timed out.
   const bool warned_by_manager = job->timeout_claimed.load();
   if (timed_out && job->timeout_claimed.exchange(true)) timed_out = false;  // the manager spoke

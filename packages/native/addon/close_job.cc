@@ -221,21 +221,48 @@ int Conclude(Job &job, bool timed_out, bool late_is_timeout) {
 
 namespace {
 
+// A manager thread started with the first registration and parked until an exit needs it, so
+// that starting one is not on the exit path. A second job while it is busy gets a fresh thread.
+struct Managers {
+  std::mutex mu;
+  std::condition_variable cv;        // a job handed to the parked thread
+  std::condition_variable watch_cv;  // an explicit close done: the manager may go (see Manage)
+  std::weak_ptr<Job> job;      // handed over: the caller owns it (and frees it on its thread)
+  bool handed = false;
+  bool parked_thread = false;  // started and idle
+  bool started = false;
+};
+Managers &M() {
+  static Managers &m = *new Managers();
+  return m;
+}
+
 // Inline runs only: grows the pullers while the caller is busy in a close, and acts at the
 // deadline if the caller is stuck inside one (the caller handles it whenever it is waiting). It
-// waits between checks on a condition variable of its own and takes the job's lock only to check:
-// an exit layer whose closes are quick costs one wake-up (the hand-over) and no context switch on
-// the caller, who neither wakes it again nor meets it on the job's lock. An explicit close wakes
-// it when done, so that it is parked again for the next one.
-void Manage(const std::shared_ptr<Job> &job) {
+// waits between checks on a condition variable of its own, takes the job's lock only to check, and
+// holds the job only while checking: an exit layer whose closes are quick costs one wake-up (the
+// hand-over) and no context switch on the caller, who neither wakes it again nor meets it on the
+// job's lock, and whose thread frees the job (not this one, later, during the process's teardown).
+// An explicit close wakes it when done, so that it is parked again for the next one.
+void Manage(const std::weak_ptr<Job> &watched) {
   size_t done_before = 0;  // at the hand-over, about none
   for (;;) {
-    const int64_t left = job->deadline_ns - NowNs();
-    if (left > 0) {
-      std::unique_lock<std::mutex> idle(job->manager_mu);
-      job->manager_cv.wait_for(idle, std::chrono::nanoseconds(std::min<int64_t>(left, kGrowPollNs)),
-                               [&] { return job->caller_returned.load(); });
+    int64_t left;
+    {
+      const std::shared_ptr<Job> job = watched.lock();
+      if (!job) return;
+      left = job->deadline_ns - NowNs();
     }
+    if (left > 0) {
+      Managers &m = M();
+      std::unique_lock<std::mutex> idle(m.mu);
+      m.watch_cv.wait_for(idle, std::chrono::nanoseconds(std::min<int64_t>(left, kGrowPollNs)), [&] {
+        const std::shared_ptr<Job> job = watched.lock();
+        return !job || job->caller_returned.load();
+      });
+    }
+    const std::shared_ptr<Job> job = watched.lock();
+    if (!job) return;
     std::unique_lock<std::mutex> lock(job->mu);
     if (job->caller_returned.load() || job->groups_done >= job->groups.size()) return;
     if (NowNs() >= job->deadline_ns) {
@@ -258,31 +285,17 @@ void Manage(const std::shared_ptr<Job> &job) {
   }
 }
 
-// A manager thread started with the first registration and parked until an exit needs it, so
-// that starting one is not on the exit path. A second job while it is busy gets a fresh thread.
-struct Managers {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::shared_ptr<Job> job;
-  bool parked_thread = false;  // started and idle
-  bool started = false;
-};
-Managers &M() {
-  static Managers &m = *new Managers();
-  return m;
-}
-
 void ParkedManager() {
   Managers &m = M();
   std::unique_lock<std::mutex> lock(m.mu);
   for (;;) {
-    m.cv.wait(lock, [&] { return m.job != nullptr; });
-    std::shared_ptr<Job> job = std::move(m.job);
-    m.job = nullptr;
+    m.cv.wait(lock, [&] { return m.handed; });
+    const std::weak_ptr<Job> job = std::move(m.job);
+    m.job.reset();
+    m.handed = false;
     m.parked_thread = false;
     lock.unlock();
     Manage(job);
-    job.reset();
     lock.lock();
     m.parked_thread = true;
   }
@@ -294,18 +307,24 @@ void HandToManager(const std::shared_ptr<Job> &job) {
   Managers &m = M();
   {
     std::unique_lock<std::mutex> lock(m.mu);
-    if (m.parked_thread && m.job == nullptr) {
+    if (m.parked_thread && !m.handed) {
       m.job = job;
+      m.handed = true;
       lock.unlock();
       m.cv.notify_one();  // after unlocking: the manager does not wake into a held lock
       return;
     }
   }
   try {
-    std::thread([job] { Manage(job); }).detach();
+    std::thread([watched = std::weak_ptr<Job>(job)] { Manage(watched); }).detach();
   } catch (...) {
     // No manager: the caller still runs every close, only without a watchdog.
   }
+}
+
+void LetManagerGo() {
+  { std::lock_guard<std::mutex> lock(M().mu); }
+  M().watch_cv.notify_all();
 }
 
 void StartParkedManager() {

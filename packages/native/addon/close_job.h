@@ -49,8 +49,6 @@ struct Job : std::enable_shared_from_this<Job> {
   // caller has returned, and who handles the deadline (first to flip it).
   std::atomic<bool> caller_in_close{false};
   std::atomic<bool> caller_returned{false};
-  std::mutex manager_mu;  // the manager's waits between checks (not job.mu: see Manage)
-  std::condition_variable manager_cv;
   std::atomic<bool> timeout_claimed{false};
   // Nested exits (under mu): a close called exit(); the caller ends the process once concluded.
   bool nested = false;
@@ -76,5 +74,7 @@ void MaybeGrow(const std::shared_ptr<Job> &job, std::unique_lock<std::mutex> &lo
 int Conclude(Job &job, bool timed_out, bool late_is_timeout);
 // Inline runs: a manager thread grows the pullers and acts at the deadline if the caller is stuck.
 void HandToManager(const std::shared_ptr<Job> &job);
+// An explicit close is done: its manager stops watching now (it is parked again for the next one).
+void LetManagerGo();
 
 }  // namespace devexit
