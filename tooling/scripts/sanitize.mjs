@@ -46,6 +46,9 @@ const SUITES = {
   address: [
     ['packages/native', []],
     ['tooling/exit-paths', ['test/exitMatrix.test.ts', 'test/registry.test.ts']],
+    // The watchdog's watches and its end of the process (signals, observers, critical sections of
+    // Workers), and the Worker machinery over the registry (100 Workers left to the plain run).
+    ['tooling/exit-paths', ['test/graceful.test.ts', 'test/workers.test.ts', '-t', '^(?!.*100 Workers)']],
     [
       'packages/cpu',
       [
@@ -61,6 +64,12 @@ const SUITES = {
   ],
   thread: [
     ['tooling/exit-paths', ['test/registry.test.ts', '-t', 'register 100k keys']],
+    // The watchdog thread against the JS thread's watch and unwatch, and its end of the process.
+    [
+      'tooling/exit-paths',
+      ['test/graceful.test.ts', 'test/workers.test.ts', '-t', 'stuck|never ends|observer'],
+      { DEVEXIT_TEST_RUNS: '3' },
+    ],
     ['packages/cpu', ['test/defects.test.ts', '-t', 'closeServices\\(\\{ final: false \\}\\)']],
     // shutdown(): the drain on close_async's helper thread while the JS thread takes completions.
     // Its signal and race rows, each child 3 times (the close-vs-submit race above keeps its 10).

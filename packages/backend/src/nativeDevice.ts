@@ -1,6 +1,7 @@
 import {
   BUILTIN_KERNEL_SIGNATURES,
   type BuiltinKernelName,
+  currentConfig,
   type Device,
   type DeviceId,
   deviceClosedError,
@@ -52,6 +53,9 @@ export class NativeDevice<H> implements Device, QueueOwner<H> {
   #queue: NativeQueue<H> | undefined;
   #closed = false;
   #closing: Promise<void> | undefined;
+  #settled = false;
+  /** Resolved by the native "closed" notice (closedElsewhere), which comes after every answer. */
+  #noticed: (() => void) | undefined;
 
   constructor(options: NativeDeviceOptions<H>) {
     this.#options = options;
@@ -137,8 +141,22 @@ export class NativeDevice<H> implements Device, QueueOwner<H> {
     }
     this.#closed = true;
     const error = h !== undefined ? this.addon.close(h) : undefined;
+    // Another closer (shutdown(), another realm) may have drained the service: its answers are
+    // queued to this realm, not yet delivered. The "closed" notice comes after all of them: what
+    // still waits then was dropped. Bounded, should the notice never come.
+    if (h !== undefined && this.pending.size > 0 && !this.#settled) await this.#notice();
     this.#settle();
     if (error) throw backendError(this.backend, `closing ${this.backend}:${this.id.index} failed: ${error}`);
+  }
+
+  #notice(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, currentConfig().timeoutMs);
+      this.#noticed = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
   }
 
   /** The native service closed (closeServices(), another realm, exit): settle what waits here. */
@@ -147,9 +165,12 @@ export class NativeDevice<H> implements Device, QueueOwner<H> {
     if (this.#handle === undefined || !this.addon.closed(this.#handle)) return;
     this.#closed = true;
     this.#settle();
+    this.#noticed?.();
   }
 
   #settle(): void {
+    if (this.#settled) return;
+    this.#settled = true;
     this.completions.rejectAll(this.pending, () => deviceClosedError(this.id, 'finish queued work'));
     this.#options.onClosed?.(this);
   }

@@ -1,7 +1,9 @@
 import { writeSync } from 'node:fs';
 import type { DeviceId } from './deviceId.js';
-import type { CloseReportEntry } from './report.js';
 import { coreState } from './state.js';
+import type { CloseReportEntry, ExitEvent } from './types.js';
+
+export type { DevexitLogger, ExitEvent } from './types.js';
 
 /**
  * What devexit tells tracing tools and people: diagnostics_channel messages, NODE_DEBUG=devexit
@@ -131,15 +133,6 @@ export function reportClosed(entry: CloseReportEntry): void {
   log(text);
 }
 
-export interface ExitEvent {
-  /** 'js-exit', 'really-exit', 'worker-exit' or 'shutdown'. */
-  layer: string;
-  /** The exit code, for an exit. */
-  code?: number;
-  /** The signal that started a shutdown. */
-  signal?: string;
-}
-
 export function reportExitStart(event: ExitEvent): void {
   publish('exitStart', () => ({ ...event }));
   if (debug()) log(`${event.layer} begins${describeExit(event)}`);
@@ -161,9 +154,6 @@ function describeExit(event: ExitEvent): string {
 }
 
 // ---- warnings ----
-
-/** Receives every warning devexit gives (configure({ logger })). */
-export type DevexitLogger = (warning: Error & { code?: string }) => void;
 
 /** A DevexitWarning with a code (DEVEXIT_SETTING, DEVEXIT_LAYER_NOT_ARMED, ...). */
 export function devexitWarning(message: string, code: string): Error & { code: string } {

@@ -1,207 +1,72 @@
-import { deviceTypeName } from './deviceId.js';
+import { continueRun, drive, endRun, observeRun, startRun } from './closeRun.js';
+import { observed, reportExitEnd, reportExitStart } from './diagnostics.js';
+import { settings, warnOnce } from './settings.js';
+import { type CloseRun, coreState } from './state.js';
+import { mainThread } from './thread.js';
 import {
-  devexitWarning,
-  observed,
-  reportClosed,
-  reportExitEnd,
-  reportExitStart,
-  warn,
-  writeStderr,
-} from './diagnostics.js';
-import { markExiting as markRealmExiting } from './exiting.js';
-import { type CloseReportEntry, formatReportLine } from './report.js';
-import { realmSettings, settings, warnOnce } from './settings.js';
-import { installSignals } from './signals.js';
-import { type CloseRun, coreState, type JsEntry } from './state.js';
+  endStuck,
+  GONE,
+  listen,
+  ownThreadId,
+  type Report,
+  reportStuck,
+  STOP_EXIT,
+  sayBye,
+  stopSync,
+  targets,
+  W_STATE,
+  W_STOP,
+} from './threads.js';
 
 /**
- * The JS exit layer: runs this realm's JS closes, then (on the main thread) the native ones,
- * before anything of the application's own exit handling.
+ * The JS exit layer: stops the Workers this thread is responsible for (their critical sections
+ * end and their closes run on their own threads), then runs this realm's JS closes, then (on the
+ * main thread) the native ones, before anything of the application's own exit handling.
  *
  * - It runs from process.emit('exit') before any listener, whenever listeners were added (a
  *   listener that exits or throws can no longer skip it), and from process.reallyExit, which
  *   skips the 'exit' event.
- * - With @devexit/native on the main thread, a native watchdog bounds each JS close by the
- *   deadline: past it, it warns naming the close and applies onTimeout.
- * - An exit called from inside a close (process.exit(), process.reallyExit()) continues the
- *   closes not yet run, then ends the process with the nested code (as Node does for a nested
- *   process.exit()).
+ * - The run is made before anything of the application's is called (an observer of
+ *   devexit:exit:start): an exit called from there, or from inside a close, continues the run
+ *   and then ends the process with the nested code (as Node does for a nested process.exit()).
+ * - With @devexit/native on the main thread, a native watchdog bounds each JS close and each
+ *   observer by the deadline: past it, it warns naming what still runs and applies onTimeout.
  */
-
-const PROMISE_ERROR =
-  'the close returned a promise: closes run synchronously at exit, where nothing awaits it (its result is ignored)';
-
-let isMain: boolean | undefined;
-/**
- * Asked on the exit path. @devexit/native answers from the OS; otherwise node:worker_threads,
- * loaded on first use, not at startup (loading it costs 1-3 ms, most processes never get here).
- */
-export function mainThread(): boolean {
-  isMain ??=
-    coreState().native?.isMainThread?.() ??
-    (require('node:worker_threads') as typeof import('node:worker_threads')).isMainThread;
-  return isMain;
-}
-
-function thenable(value: unknown): value is PromiseLike<unknown> {
-  try {
-    return (
-      value !== null &&
-      (typeof value === 'object' || typeof value === 'function') &&
-      typeof (value as { then?: unknown }).then === 'function'
-    );
-  } catch {
-    return false;
-  }
-}
-
-/** Marks a returned promise's rejection handled: no fatal unhandled rejection, exit code kept. */
-function settleQuietly(value: PromiseLike<unknown>): void {
-  try {
-    value.then(undefined, () => {});
-  } catch {
-    // A thenable whose then() throws: nothing to handle.
-  }
-}
-
-function messageOf(err: unknown): string {
-  if (err instanceof Error) return err.message;
-  try {
-    return String(err);
-  } catch {
-    return 'a value that cannot be shown';
-  }
-}
-
-function record(run: CloseRun, error: string | undefined, late: boolean): void {
-  const e = run.current;
-  if (!e) return;
-  run.current = undefined;
-  const state = coreState();
-  const entry: CloseReportEntry = {
-    device: { type: deviceTypeName(e.type), typeId: e.type, index: e.index },
-    service: e.service,
-    layer: run.layer,
-    ms: Math.round((performance.now() - run.currentStart) * 1000) / 1000,
-    outcome: error !== undefined ? 'error' : late ? 'timeout' : 'ok',
-    pid: process.pid,
-  };
-  if (error !== undefined) entry.error = error;
-  else if (late) entry.error = 'finished after the deadline';
-  const drained = run.drained?.get(e);
-  if (drained !== undefined) entry.drained = drained;
-  run.entries.push(entry);
-  state.report.push(entry);
-  // At exit, process.emitWarning would never print: written synchronously, one close at a time
-  // (a later close may never return). closeServices() and shutdown() warn once they return.
-  if (!run.explicit && entry.outcome === 'error') {
-    const line = `devexit: close of ${entry.device.type}:${entry.device.index}/${entry.service} failed: ${entry.error}`;
-    warn(devexitWarning(line, 'DEVEXIT_CLOSE_FAILED'), { atExit: true, line });
-  }
-  if (run.report !== 'off') writeStderr(`${formatReportLine(entry, run.report)}\n`);
-  reportClosed(entry);
-}
-
-function endCurrent(run: CloseRun, error: string | undefined): void {
-  const native = coreState().native;
-  const late = run.watched && native ? native.jsCloseEnd() : performance.now() > run.deadline;
-  record(run, error, late);
-}
-
-/** Runs what is left of a run: its JS closes, then its native closes. Re-entered by nested exits. */
-function drive(run: CloseRun): void {
-  const native = coreState().native;
-  while (run.next < run.queue.length) {
-    const e = run.queue[run.next++]!;
-    run.current = e;
-    run.currentStart = performance.now();
-    if (run.watched && native) native.jsCloseBegin(run.layer, run.exitCode ?? -1, e.type, e.index, e.service);
-    let error: string | undefined;
-    try {
-      const result = e.close();
-      if (thenable(result)) {
-        settleQuietly(result);
-        error = PROMISE_ERROR;
-      }
-    } catch (err) {
-      error = messageOf(err);
-    }
-    endCurrent(run, error);
-  }
-  if (!run.nativeDone) {
-    run.nativeDone = true;
-    // Native services are process-wide: a Worker's exit must not close them.
-    if (native && (run.explicit || mainThread())) {
-      // The native report is read only when someone needs it: at exit it costs a parse.
-      const keep = run.explicit || observed('close') || observed('exitEnd');
-      const before = keep ? native.report().length : 0;
-      native.closeAll(run.layer, run.markExiting, run.exitCode);
-      if (keep) {
-        const added = native.report().slice(before);
-        run.entries.push(...added);
-        for (const entry of added) reportClosed(entry);
-      }
-    }
-  }
-  run.done = true;
-}
-
-/** Takes this realm's JS closes (devices in order, services last-registered-first) and runs them. */
-export function runCloses(
-  layer: string,
-  markExiting: boolean,
-  exitCode: number | undefined,
-  drained?: Map<JsEntry, boolean>,
-): CloseReportEntry[] {
-  const state = coreState();
-  if (markExiting) markRealmExiting();
-  const queue = [...state.entries.values()];
-  state.entries.clear();
-  queue.sort((a, b) => a.type - b.type || a.index - b.index || b.seq - a.seq);
-  const native = state.native;
-  // Only JS closes use the deadline and the report mode here (native ones have their own): with
-  // none, the exit path skips reading the settings.
-  const inForce = queue.length > 0 ? settings() : undefined;
-  const run: CloseRun = {
-    layer,
-    exitCode,
-    markExiting,
-    explicit: exitCode === undefined,
-    watched: native !== undefined && mainThread(),
-    deadline: inForce ? performance.now() + inForce.timeoutMs : 0,
-    report: inForce ? inForce.report : 'off',
-    drained,
-    queue,
-    next: 0,
-    current: undefined,
-    currentStart: 0,
-    nativeDone: false,
-    done: false,
-    entries: [],
-  };
-  state.run = run;
-  try {
-    drive(run);
-  } finally {
-    if (state.run === run) state.run = undefined;
-  }
-  return run.entries;
-}
-
-/** An exit asked for while a run is in progress: from inside one of its closes. */
-function continueRun(run: CloseRun, code: number, how: string): void {
-  if (run.current) endCurrent(run, `the close exited (${how}(${code}))`);
-  run.exitCode = code;
-  run.markExiting = true;
-  markRealmExiting();
-  run.explicit = false; // the process is ending: nobody reads the results, print them
-  drive(run);
-}
 
 function exitCodeOf(code: unknown): number {
   if (typeof code === 'number' && Number.isInteger(code)) return code;
   const fallback = process.exitCode;
   return typeof fallback === 'number' ? fallback : 0;
+}
+
+/**
+ * Workers first: the main thread stops every Worker it knows, a Worker its own descendants. They
+ * run their closes in parallel, on their threads, within the run's deadline; one still inside a
+ * critical section then ends the process here (its environment cannot be torn down safely).
+ */
+function stopWorkers(run: CloseRun, code: number): void {
+  const t = coreState().threads;
+  if (!t) return;
+  Atomics.compareExchange(t.own, W_STOP, 0, STOP_EXIT);
+  const list = targets(mainThread());
+  if (list.length === 0) return;
+  const start = performance.now();
+  const deadline = Date.now() + Math.max(0, run.deadline - performance.now());
+  const stuck = stopSync(list, STOP_EXIT, code, deadline);
+  if (stuck.length === 0) return;
+  run.entries.push(...reportStuck(stuck, run.layer, performance.now() - start));
+  endStuck(stuck, code);
+}
+
+/** A Worker ending while its stopper waits for its shutdown: its closes go in the stopper's report. */
+function tellStopper(run: CloseRun): void {
+  const t = coreState().threads;
+  if (!t || Atomics.load(t.own, W_STOP) === 0) return;
+  try {
+    listen().postMessage({ op: 'report', threadId: ownThreadId(), entries: run.entries } satisfies Report);
+  } catch {
+    // Nobody to tell.
+  }
 }
 
 /** The layer itself: once per realm, or the continuation of a run an exit interrupted. */
@@ -218,17 +83,53 @@ function onExit(code: unknown, how: 'process.exit' | 'process.reallyExit'): void
   state.exitLayerRan = true;
   const layer = !mainThread() ? 'worker-exit' : how === 'process.exit' ? 'js-exit' : 'really-exit';
   const start = performance.now();
-  reportExitStart({ layer, code: exitCode });
-  const entries = runCloses(layer, true, exitCode);
-  reportExitEnd({ layer, code: exitCode }, performance.now() - start, entries);
+  const event = { layer, code: exitCode };
+  const threads = state.threads !== undefined;
+  const run = startRun({
+    layer,
+    markExiting: true,
+    exitCode,
+    nativeCloses: true,
+    // Workers to wait for: the deadline counts from now even with no JS close of this realm's.
+    deadline: threads ? performance.now() + settings().timeoutMs : undefined,
+  });
+  try {
+    if (observed('exitStart'))
+      observeRun(run, 'an observer of devexit:exit:start', () => reportExitStart(event));
+    if (threads) stopWorkers(run, exitCode);
+    drive(run);
+    if (threads && layer === 'worker-exit') tellStopper(run);
+    if (observed('exitEnd'))
+      observeRun(run, 'an observer of devexit:exit:end', () =>
+        reportExitEnd(event, performance.now() - start, run.entries),
+      );
+  } finally {
+    endRun(run);
+  }
 }
 
 function onExitEvent(code: unknown): void {
   onExit(code, 'process.exit');
 }
 
+/** A Worker's 'exit' listeners all ran: its stopper need not wait for it any more. */
+function afterExitListeners(): void {
+  const t = coreState().threads;
+  if (!t || mainThread()) return;
+  Atomics.store(t.own, W_STATE, GONE);
+  Atomics.notify(t.own, W_STATE);
+  sayBye(ownThreadId());
+}
+
 type Emit = (this: NodeJS.Process, event: string | symbol, ...args: unknown[]) => boolean;
 type ReallyExit = (this: NodeJS.Process, code?: number) => never;
+
+/** Before a signal's listeners run: whether the application listens to it too (signals.ts). */
+function noteSignal(event: string | symbol): void {
+  const state = coreState();
+  if (typeof event !== 'string' || !state.signalListeners.has(event)) return;
+  state.appListens.set(event, process.listenerCount(event) > 1);
+}
 
 /** Installs the layer's hooks once per realm; says so when one cannot be installed. */
 export function installExitHooks(): void {
@@ -239,10 +140,18 @@ export function installExitHooks(): void {
   const failed: string[] = [];
   try {
     // Before any listener, however they were added: process.emit('exit') is what Node calls at
-    // natural end, process.exit() and fatal errors.
+    // natural end, process.exit() and fatal errors; signals are emitted the same way.
     const emit = proc.emit;
     proc.emit = function devexitEmit(this: NodeJS.Process, event, ...args) {
-      if (event === 'exit') onExitEvent(args[0]);
+      if (event === 'exit') {
+        onExitEvent(args[0]);
+        try {
+          return emit.call(this, event, ...args);
+        } finally {
+          afterExitListeners();
+        }
+      }
+      noteSignal(event);
       return emit.call(this, event, ...args);
     };
   } catch {
@@ -270,8 +179,4 @@ export function installExitHooks(): void {
       'DEVEXIT_LAYER_NOT_ARMED',
     );
   }
-  // DEVEXIT_SIGNALS: from the first registration on, a signal drains and closes first. None set
-  // (the usual case): nothing to listen to, and no need to ask which thread this is.
-  const { signals } = realmSettings();
-  if (signals.length > 0 && mainThread()) installSignals(signals);
 }

@@ -16,6 +16,7 @@ export {
   type Queue,
 } from './backend.js';
 export { type CurrentConfig, configure, currentConfig, type DevexitConfig } from './config.js';
+export { type CriticalOptions, critical } from './critical.js';
 export {
   BUILTIN_DEVICE_TYPES,
   checkDeviceId,
@@ -74,9 +75,11 @@ export {
   type ShutdownSignal,
   settings,
   TIMEOUT_MS_RANGE,
+  WORKERS_MODES,
 } from './settings.js';
 export { type ShutdownOptions, shutdown } from './shutdown.js';
-export type { NativeBridge, SettingsUpdate } from './state.js';
+export { type TerminateOptions, terminate } from './terminate.js';
+export type { NativeBridge, SettingsUpdate, WatchSpec, WorkersMode } from './types.js';
 export {
   type ArgumentErrorCode,
   DevexitRangeError,
@@ -85,3 +88,14 @@ export {
   invalidValue,
   outOfRange,
 } from './validate.js';
+
+import { armExit } from './registry.js';
+import { isWorkerCheap } from './thread.js';
+import { armThreads } from './threads.js';
+import { armWorkerSide } from './workerSide.js';
+
+// Every realm hears of the Workers it creates (and arms its exit layer and DEVEXIT_SIGNALS when
+// it makes its first: its Workers' closes depend on them); a Worker announces itself to the
+// thread that may stop it. Costs nothing on a main thread that never makes a Worker.
+armThreads(armExit);
+if (isWorkerCheap()) armWorkerSide();

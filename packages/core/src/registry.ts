@@ -1,12 +1,28 @@
+import { runCloses } from './closeRun.js';
 import { checkDeviceId, checkName, type DeviceId, deviceTypeName } from './deviceId.js';
 import { reportRegistered, warn } from './diagnostics.js';
 import { exitingError, ServiceCloseError } from './errors.js';
 import { isExiting, syncCopies } from './exiting.js';
-import { installExitHooks, runCloses } from './exitLayer.js';
-import type { CloseReportEntry } from './report.js';
+import { installExitHooks } from './exitLayer.js';
 import { realmSettings } from './settings.js';
-import { coreState, type NativeBridge } from './state.js';
+import { installSignals } from './signals.js';
+import { coreState } from './state.js';
+import { mainThread } from './thread.js';
+import { setNeeds } from './threads.js';
+import type { CloseReportEntry, NativeBridge } from './types.js';
 import { checkOptions, invalidType } from './validate.js';
+
+/**
+ * The exit layer's hooks, once per realm, and DEVEXIT_SIGNALS from the first registration on
+ * (none set, the usual case: nothing to listen to, and no need to ask which thread this is).
+ */
+export function armExit(): void {
+  const state = coreState();
+  if (state.hooksInstalled) return;
+  installExitHooks();
+  const { signals } = realmSettings();
+  if (signals.length > 0 && state.signalListeners.size === 0 && mainThread()) installSignals(signals);
+}
 
 const key = (type: number, index: number, service: string) => `${type}:${index}:${service}`;
 
@@ -38,14 +54,15 @@ export function closeAtExit(
   checkName(serviceType, 'serviceType');
   if (typeof close !== 'function') throw invalidType('close', 'a function', close);
   const o = checkOptions(options, 'closeAtExit() options', ['drain']);
-  if (o.drain !== undefined && typeof o.drain !== 'function')
-    throw invalidType('drain', 'a function', o.drain);
+  const drainOption = o.drain;
+  if (drainOption !== undefined && typeof drainOption !== 'function')
+    throw invalidType('drain', 'a function', drainOption);
   const state = coreState();
   if (isExiting())
     throw exitingError(`register a close for ${deviceTypeName(id.type)}:${id.index}/${serviceType}`);
   const k = key(id.type, id.index, serviceType);
   if (state.entries.has(k)) return false;
-  const drain = o.drain as CloseAtExitOptions['drain'];
+  const drain = drainOption as CloseAtExitOptions['drain'];
   state.entries.set(k, {
     type: id.type,
     index: id.index,
@@ -54,7 +71,8 @@ export function closeAtExit(
     seq: ++state.seq,
     drain,
   });
-  installExitHooks();
+  setNeeds(state.entries.size);
+  armExit();
   reportRegistered(id, serviceType, 'js');
   return true;
 }
@@ -68,6 +86,7 @@ export function forgetClose(device: DeviceId, serviceType: string): boolean {
   checkName(serviceType, 'serviceType');
   const state = coreState();
   const dropped = state.entries.delete(key(id.type, id.index, serviceType));
+  if (dropped) setNeeds(state.entries.size);
   const nativeDropped = state.native ? state.native.forget(id.type, id.index, serviceType) === 0 : false;
   return dropped || nativeDropped;
 }
@@ -85,7 +104,8 @@ export interface CloseServicesOptions {
  */
 export function closeServices(options?: CloseServicesOptions): CloseReportEntry[] {
   const o = checkOptions(options, 'closeServices() options', ['final']);
-  if (o.final !== undefined && typeof o.final !== 'boolean') throw invalidType('final', 'a boolean', o.final);
+  const final = o.final;
+  if (final !== undefined && typeof final !== 'boolean') throw invalidType('final', 'a boolean', final);
   const state = coreState();
   if (state.run && !state.run.done) return [];
   // During shutdown(): its closes are the ones; close now instead of draining.
@@ -94,7 +114,12 @@ export function closeServices(options?: CloseServicesOptions): CloseReportEntry[
     shutdown.hurry();
     return [];
   }
-  const entries = runCloses('explicit', o.final ?? true, undefined);
+  const entries = runCloses({
+    layer: 'explicit',
+    markExiting: final ?? true,
+    unbounded: true,
+    nativeCloses: true,
+  });
   for (const e of entries) {
     if (e.outcome !== 'ok') {
       const device = { type: e.device.typeId, index: e.device.index };
@@ -134,5 +159,5 @@ export function installNativeBridge(bridge: NativeBridge): void {
   for (const [name, type] of state.typesByName) {
     if (type >= 16) state.typesByName.set(name, bridge.deviceType(name));
   }
-  installExitHooks();
+  armExit();
 }

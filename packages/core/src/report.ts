@@ -1,23 +1,6 @@
-import type { ReportMode } from './settings.js';
+import type { CloseReportEntry, ReportMode } from './types.js';
 
-/** One close, as the report tells it. */
-export interface CloseReportEntry {
-  device: { type: string; typeId: number; index: number };
-  service: string;
-  /** Which layer ran it: js-exit, really-exit, worker-exit, tls, atexit, explicit, ... */
-  layer: string;
-  ms: number;
-  outcome: 'ok' | 'error' | 'timeout';
-  pid: number;
-  error?: string;
-  /**
-   * shutdown() only, when the service says: true when its queued work all ran before the
-   * deadline; false when what was left was dropped (or a JS drain did not finish).
-   */
-  drained?: boolean;
-  /** shutdown() only, native services: how many queued commands were dropped. */
-  dropped?: number;
-}
+export type { CloseReportEntry } from './types.js';
 
 /**
  * The report line (DEVEXIT_REPORT=1: text, =json: `devexit:report {...}`). The native registry

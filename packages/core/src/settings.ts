@@ -1,5 +1,6 @@
 import { devexitWarning, warn } from './diagnostics.js';
 import { coreState } from './state.js';
+import type { Layers, OnTimeout, ReportMode, Settings, ShutdownSignal, WorkersMode } from './types.js';
 
 /**
  * Every DEVEXIT_* setting of @devexit/core and @devexit/native is read and parsed here, and only
@@ -20,36 +21,17 @@ import { coreState } from './state.js';
  * - DEVEXIT_SIGNALS: signals on which the main thread runs shutdown() and then ends by the
  *   signal: a comma-separated list of SIGINT, SIGTERM, SIGHUP (the SIG prefix optional); 1, on,
  *   true or yes for SIGINT,SIGTERM; 0, off, false, no or none (default) for none. This realm's own.
+ * - DEVEXIT_WORKERS: off (default) or guard: a plain worker.terminate() goes through devexit's
+ *   terminate() (critical sections and the Worker's closes first). This realm's own.
  * Every value that is ignored, or clamped, warns once (a process warning, DEVEXIT_SETTING).
  */
 
-export type OnTimeout = 'exit' | 'warn';
-export type ReportMode = 'off' | 'text' | 'json';
+export type { Layers, OnTimeout, ReportMode, Settings, ShutdownSignal, WorkersMode } from './types.js';
+
 /** Signals on which devexit can drain and close, then end the process by the signal. */
-export type ShutdownSignal = 'SIGINT' | 'SIGTERM' | 'SIGHUP';
 export const SHUTDOWN_SIGNALS: readonly ShutdownSignal[] = Object.freeze(['SIGINT', 'SIGTERM', 'SIGHUP']);
-
-export interface Layers {
-  /** The JS layer: process.emit('exit') and process.reallyExit (main thread and Workers). */
-  readonly js: boolean;
-  /** The main-thread thread_local guard (Linux/glibc builds). */
-  readonly tls: boolean;
-  /** Exit handlers registered at load and after each runtime's first use. */
-  readonly atexit: boolean;
-}
-
-export interface Settings {
-  /** Bound on closing everything, JS closes included, in ms. */
-  readonly timeoutMs: number;
-  /** Past the deadline: 'exit' (flush stdio, end with the exit code) or 'warn' (go on). */
-  readonly onTimeout: OnTimeout;
-  readonly layers: Layers;
-  readonly report: ReportMode;
-  /** Signals that run shutdown() on the main thread (this realm's: signals are not process-wide settings). */
-  readonly signals: readonly ShutdownSignal[];
-  /** Where each value came from, as warnings name it: 'DEVEXIT_TIMEOUT_MS=500', 'the default'. */
-  readonly sources: { readonly timeoutMs: string; readonly onTimeout: string };
-}
+/** What DEVEXIT_WORKERS and configure({ workers }) take. */
+export const WORKERS_MODES: readonly WorkersMode[] = Object.freeze(['off', 'guard']);
 
 export const DEFAULT_TIMEOUT_MS = 3000;
 /** The deadline's range, in ms: values outside are clamped (environment) or refused (configure()). */
@@ -213,12 +195,18 @@ export function parseSettings(env: Readonly<Record<string, string | undefined>>)
 
   const signals = readSignals(env.DEVEXIT_SIGNALS, warnings);
 
+  let workers: WorkersMode = 'off';
+  const w = env.DEVEXIT_WORKERS?.trim().toLowerCase();
+  if (w === 'guard' || w === 'off') workers = w;
+  else if (w) warnings.push(ignored('DEVEXIT_WORKERS', env.DEVEXIT_WORKERS ?? '', 'off or guard'));
+
   const settings: Settings = Object.freeze({
     timeoutMs,
     onTimeout,
     layers,
     report,
     signals,
+    workers,
     sources: Object.freeze({ timeoutMs: timeoutSource, onTimeout: onTimeoutSource }),
   });
   return { settings, warnings };
@@ -253,7 +241,8 @@ export function realmSettings(): Settings {
 export function settings(): Settings {
   const native = coreState().native;
   if (!native) return realmSettings();
-  return { ...native.settings(), signals: realmSettings().signals };
+  const realm = realmSettings();
+  return { ...native.settings(), signals: realm.signals, workers: realm.workers };
 }
 
 /**

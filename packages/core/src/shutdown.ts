@@ -1,11 +1,27 @@
 import { checkSignal, withAbort } from './abort.js';
-import { reportClosed, reportExitEnd, reportExitStart, warn } from './diagnostics.js';
+import { finishRun, startRun, watchedCall } from './closeRun.js';
+import { lastSectionName, sectionsEnded } from './critical.js';
+import { observed, reportClosed, reportExitEnd, reportExitStart, warn } from './diagnostics.js';
 import { ServiceCloseError } from './errors.js';
 import { markExiting } from './exiting.js';
-import { runCloses } from './exitLayer.js';
-import type { CloseReportEntry } from './report.js';
 import { settings } from './settings.js';
 import { type CoreState, coreState, type JsEntry, type ShutdownRun } from './state.js';
+import { mainThread, workerThreads } from './thread.js';
+import {
+  DRAINED,
+  endStuck,
+  GONE,
+  onReport,
+  reportStuck,
+  STOP_SHUTDOWN,
+  type Stuck,
+  stopAsync,
+  targets,
+  W_COUNT,
+  W_STATE,
+  W_STOP,
+} from './threads.js';
+import type { CloseReportEntry } from './types.js';
 import { checkOptions, invalidType } from './validate.js';
 
 /** The layer shutdown()'s closes report (devexit.h: DEVEXIT_LAYER_SHUTDOWN). */
@@ -21,12 +37,22 @@ export interface ShutdownOptions {
   signal?: AbortSignal;
 }
 
+/** How a shutdown runs in this realm (a Worker's, asked by the thread stopping it). */
+export interface RealmShutdown {
+  /** Run the native closes here (false: the stopper runs them, after every realm's JS closes). */
+  nativeCloses?: boolean;
+  /** Date.now() of the drain's deadline (the stopper's); default: the timeout from now. */
+  deadline?: number;
+}
+
 /**
  * The graceful path: refuses new work (isExiting() turns true, process-wide with
  * @devexit/native), lets every service finish what is queued (their promises settle with real
- * results), then closes them all, bounded by the deadline (timeoutMs): what is left then is
- * dropped and closed as at exit, and the report says so (drained: false, dropped: n).
- * Resolves with the closes it ran: this realm's JS closes, and every native close of the process.
+ * results) and every critical section end, in this realm and in every Worker (each on its own
+ * thread), then closes them all: the JS closes first, then the native ones. Each phase is bounded
+ * by the deadline (timeoutMs): what is left of the drain is dropped and closed as at exit, and the
+ * report says so (drained: false, dropped: n); a close stuck past it ends the process.
+ * Resolves with the closes it ran: this realm's JS closes, the Workers', and every native close.
  * Idempotent: later calls return the same promise (drain: false on a later call skips the rest
  * of the drain). The process goes on; a signal's shutdown ends it by the signal afterwards.
  */
@@ -35,9 +61,9 @@ export function shutdown(options?: ShutdownOptions): Promise<CloseReportEntry[]>
   let signal: AbortSignal | undefined;
   try {
     const o = checkOptions(options, 'shutdown() options', ['drain', 'signal']);
-    if (o.drain !== undefined && typeof o.drain !== 'boolean')
-      throw invalidType('drain', 'a boolean', o.drain);
-    drain = o.drain ?? true;
+    const d = o.drain;
+    if (d !== undefined && typeof d !== 'boolean') throw invalidType('drain', 'a boolean', d);
+    drain = d ?? true;
     signal = checkSignal(o.signal, 'signal');
   } catch (err) {
     return Promise.reject(err);
@@ -48,7 +74,11 @@ export function shutdown(options?: ShutdownOptions): Promise<CloseReportEntry[]>
 }
 
 /** The shutdown of this realm: the one in progress (or done), else a new one. */
-export function startShutdown(drain: boolean, signal: string | undefined): ShutdownRun {
+export function startShutdown(
+  drain: boolean,
+  signal: string | undefined,
+  realm: RealmShutdown = {},
+): ShutdownRun {
   const state = coreState();
   const current = state.shutdown;
   if (current) {
@@ -67,47 +97,176 @@ export function startShutdown(drain: boolean, signal: string | undefined): Shutd
       run.hurried = true;
       stop.abort();
       coreState().native?.hurryShutdown?.();
+      hurryWorkers();
     },
   };
   state.shutdown = run;
   const done = () => {
     run.done = true;
   };
-  run.promise = runShutdown(run, stop.signal);
+  run.promise = runShutdown(run, stop.signal, realm);
   run.promise.then(done, done);
   return run;
 }
 
-async function runShutdown(run: ShutdownRun, stop: AbortSignal): Promise<CloseReportEntry[]> {
+function hurryWorkers(): void {
+  const t = coreState().threads;
+  if (!t) return;
+  for (const [id] of targets(mainThread())) {
+    try {
+      const ch = new BroadcastChannel(`@devexit/core/thread/${id}`);
+      ch.postMessage({ op: 'hurry' });
+      ch.close();
+    } catch {
+      // Gone.
+    }
+  }
+}
+
+function signalNumber(signal: string | undefined): number {
+  if (!signal) return 0;
+  const n = (require('node:os') as typeof import('node:os')).constants.signals[signal as NodeJS.Signals];
+  return typeof n === 'number' ? n : 0;
+}
+
+/** Workers of this realm's process (main thread: all; a Worker: its own), their shutdown. */
+function shutdownWorkers(
+  state: CoreState,
+  nativeHere: boolean,
+  deadline: number,
+): { stuck: Promise<Stuck[]>; entries: CloseReportEntry[]; stop(): void } | undefined {
+  if (!state.threads) return undefined;
+  const list = targets(mainThread());
+  if (list.length === 0) return undefined;
+  const entries: CloseReportEntry[] = [];
+  const ids = new Set(list.map(([id]) => id));
+  const heard = new Set<number>();
+  let heardAll: (() => void) | undefined;
+  const stop = onReport((r) => {
+    if (!ids.has(r.threadId) || heard.has(r.threadId)) return;
+    heard.add(r.threadId);
+    entries.push(...r.entries);
+    heardAll?.();
+  });
+  const stuck = (async () => {
+    const result = await stopAsync(list, STOP_SHUTDOWN, 0, nativeHere, deadline);
+    // A Worker posts its entries, then says it drained (or, ending meanwhile, posts them from its
+    // exit layer before it is gone): wait for the message too, bounded.
+    const drained = list.filter(([, w]) => Atomics.load(w, W_STATE) === DRAINED).map(([id]) => id);
+    const gone = list.filter(([, w]) => Atomics.load(w, W_STATE) === GONE).map(([id]) => id);
+    const wait = (ids: number[], until: number) =>
+      new Promise<void>((resolve) => {
+        const missing = () => ids.some((id) => !heard.has(id));
+        if (!missing()) return resolve();
+        const timer = setTimeout(resolve, Math.max(0, until - Date.now()));
+        heardAll = () => {
+          if (missing()) return;
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    await wait(drained, deadline + 50);
+    // One ended by Node (terminated) never tells: a short grace only.
+    await wait(gone, Math.min(deadline, Date.now() + 100));
+    return result;
+  })();
+  return { stuck, entries, stop };
+}
+
+async function runShutdown(
+  run: ShutdownRun,
+  stop: AbortSignal,
+  realm: RealmShutdown,
+): Promise<CloseReportEntry[]> {
   const state = coreState();
   // Called from an 'exit' listener: the exit layer closed everything already.
   if (state.exitLayerRan) return [];
   const start = performance.now();
   markExiting();
+  if (state.threads) Atomics.compareExchange(state.threads.own, W_STOP, 0, STOP_SHUTDOWN);
   const native = state.native;
   native?.beginShutdown?.();
+  const signo = signalNumber(run.signal);
   const event = run.signal ? { layer: SHUTDOWN_LAYER, signal: run.signal } : { layer: SHUTDOWN_LAYER };
-  reportExitStart(event);
-  const drainMs = run.hurried ? 0 : settings().timeoutMs;
-  // Native services are process-wide: they drain and close on a helper thread, so that this
-  // thread stays free to take their completions (and a second signal) meanwhile.
-  const nativeRun = native?.closeAsync?.(SHUTDOWN_LAYER, drainMs);
-  const drained = await drainJs(state, run.hurried ? 0 : drainMs, stop);
-  const nativeEntries = nativeRun ? await nativeRun : [];
-  for (const entry of nativeEntries) reportClosed(entry);
-  // This realm's JS closes, now that their drains ended; closeAll then finds nothing left (or,
-  // with an older registry owner, closes the native services now, as closeServices() does).
-  const entries = [...runCloses(SHUTDOWN_LAYER, true, undefined, drained), ...nativeEntries];
+  const timeoutMs = settings().timeoutMs;
+  if (observed('exitStart'))
+    watchedCall(SHUTDOWN_LAYER, signo, timeoutMs, 'an observer of devexit:exit:start', () =>
+      reportExitStart(event),
+    );
+  const deadline = realm.deadline ?? Date.now() + (run.hurried ? 0 : timeoutMs);
+  const nativeHere = realm.nativeCloses !== false && native !== undefined;
+  // Workers drain and close on their threads meanwhile; the native closes wait for their JS ones.
+  const workers = shutdownWorkers(state, nativeHere, deadline);
+  const [drained, sectionsDone] = await Promise.all([
+    drainJs(state, run.hurried ? 0 : deadline - Date.now(), stop),
+    sectionsEnded(run.hurried ? Date.now() : deadline),
+  ]);
+  const workersStuck = workers ? await workers.stuck : [];
+  workers?.stop();
+  // This realm's JS closes first (a native close that exits cannot skip them), bounded by the
+  // watchdog: a stuck one ends the process by the signal that started the shutdown.
+  const closeRun = startRun({
+    layer: SHUTDOWN_LAYER,
+    markExiting: true,
+    signal: signo,
+    drained,
+    nativeCloses: false,
+  });
+  const entries = [...finishRun(closeRun)];
+  if (nativeHere && native) {
+    const asynchronous = native.closeAsync?.(SHUTDOWN_LAYER, Math.max(0, deadline - Date.now()));
+    if (asynchronous) {
+      const nativeEntries = await asynchronous;
+      for (const entry of nativeEntries) reportClosed(entry);
+      entries.push(...nativeEntries);
+    } else {
+      // An older registry owner: the native closes now, as closeServices() does.
+      const before = native.report().length;
+      native.closeAll(SHUTDOWN_LAYER, true);
+      entries.push(...native.report().slice(before));
+    }
+  }
+  if (workers) entries.push(...workers.entries);
   for (const e of entries) {
     if (e.outcome === 'ok') continue;
     const device = { type: e.device.typeId, index: e.device.index };
     warn(new ServiceCloseError(device, e.service, new Error(e.error ?? e.outcome)));
   }
-  reportExitEnd(event, performance.now() - start, entries);
+  const stuck = [...workersStuck];
+  const t = state.threads;
+  if (!sectionsDone && t) {
+    stuck.push({
+      threadId: ownThreadIdSafe(),
+      open: Atomics.load(t.own, W_COUNT),
+      name: lastSectionName(),
+      seen: true,
+    });
+  }
+  if (stuck.length > 0) {
+    entries.push(...reportStuck(stuck, SHUTDOWN_LAYER, performance.now() - start));
+    endStuck(stuck, exitCodeNow(), run.signal);
+  }
+  if (observed('exitEnd'))
+    watchedCall(SHUTDOWN_LAYER, signo, timeoutMs, 'an observer of devexit:exit:end', () =>
+      reportExitEnd(event, performance.now() - start, entries),
+    );
   return entries;
 }
 
-/** Runs the drain of each JS close that has one, in parallel, until drainMs or `stop`. */
+function ownThreadIdSafe(): number {
+  try {
+    return workerThreads().threadId;
+  } catch {
+    return 0;
+  }
+}
+
+function exitCodeNow(): number {
+  const c = process.exitCode;
+  return typeof c === 'number' ? c : 0;
+}
+
+/** Runs the drain of each JS close that has one, in parallel, for up to drainMs or until `stop`. */
 async function drainJs(state: CoreState, drainMs: number, stop: AbortSignal): Promise<Map<JsEntry, boolean>> {
   const drained = new Map<JsEntry, boolean>();
   const entries = [...state.entries.values()].filter((e) => e.drain);

@@ -1,13 +1,21 @@
-import type { ShutdownSignal } from './settings.js';
+import { installExitHooks } from './exitLayer.js';
 import { startShutdown } from './shutdown.js';
 import { coreState } from './state.js';
+import type { ShutdownSignal } from './types.js';
 
 /**
- * Opt-in signals (configure({ signals }), DEVEXIT_SIGNALS), on the main thread: the first one
- * runs shutdown() with drain, then the process ends by that signal (the listener is removed and
- * the signal raised again, so a shell sees 128 + its number: 130, 143). A second one skips the
- * rest of the drain. With a listener of the application's own on that signal, devexit only
- * drains and closes: the application decides how the process ends.
+ * Opt-in signals (configure({ signals }), DEVEXIT_SIGNALS), on the main thread.
+ *
+ * - The first one runs shutdown() with drain (every realm's drains and closes, the Workers'
+ *   included), then the process ends by that signal: the listener is removed and the signal
+ *   raised again, so a shell sees 128 + its number (130, 143).
+ * - Whether the application handles the signal itself is decided when it arrives (its listeners
+ *   then, `once` ones included, counted before any of them runs): if it does, devexit drains and
+ *   closes and the application's handler decides how the process ends (it can `await shutdown()`).
+ * - A second signal during the drain ends the process at once, by that signal (the application's
+ *   own listeners, if any, decide instead).
+ * - A close stuck past the deadline ends the process by the first signal (the native watchdog,
+ *   with @devexit/native loaded: JS cannot interrupt a synchronous close).
  *
  * Not signal-exit or exit-hook: both run synchronous handlers (no drain can be awaited) and
  * hook every exit path themselves, which devexit's exit layer already owns; exit-hook also ends
@@ -25,9 +33,9 @@ function signalNumber(signal: string): number {
 
 /** Listens to exactly `signals` (removing devexit's listeners on the others). Main thread only. */
 export function installSignals(signals: readonly ShutdownSignal[]): void {
-  const state = coreState();
-  if (!state.signalListeners) state.signalListeners = new Map();
-  const listeners = state.signalListeners;
+  const listeners = coreState().signalListeners;
+  // Decided at a signal's arrival, before its listeners run: the exit layer's process.emit hook.
+  if (signals.length > 0) installExitHooks();
   for (const [signal, listener] of listeners) {
     if (signals.includes(signal as ShutdownSignal)) continue;
     process.removeListener(signal, listener);
@@ -42,31 +50,40 @@ export function installSignals(signals: readonly ShutdownSignal[]): void {
 
 function removeAll(): void {
   const listeners = coreState().signalListeners;
-  if (!listeners) return;
   for (const [signal, listener] of listeners) process.removeListener(signal, listener);
   listeners.clear();
 }
 
+/**
+ * Ends the process by `signal` now: devexit's listeners removed, the signal raised again. As PID 1
+ * (a container's entrypoint) the kernel delivers only signals that have a handler, so the raised
+ * one would do nothing: it ends with 128 + the signal's number instead, as a shell would report it.
+ */
+function endBy(signal: NodeJS.Signals): void {
+  removeAll();
+  if (process.pid === 1) process.exit(128 + signalNumber(signal));
+  process.kill(process.pid, signal);
+  setTimeout(() => process.exit(128 + signalNumber(signal)), FALLBACK_EXIT_MS);
+}
+
 function onSignal(signal: NodeJS.Signals): void {
   const state = coreState();
+  // Counted by the process.emit hook as the signal arrived; a runtime that bypassed the hook: now.
+  const appListens = state.appListens.get(signal) ?? process.listenerCount(signal) > 1;
+  state.appListens.delete(signal);
   const current = state.shutdown;
   if (current && !current.done && current.signal !== undefined) {
-    // A second signal: stop waiting for the drain; the first one's end follows.
-    current.hurry();
+    // A second signal during the drain.
+    if (appListens) current.hurry();
+    else endBy(signal);
     return;
   }
   if (state.exitLayerRan) return; // the process is already exiting
   const run = startShutdown(true, signal);
   const end = () => {
-    // The application listens to this signal too (now, or since before): it decides.
-    if (process.listenerCount(signal) > 1) return;
-    removeAll();
-    if (process.listenerCount(signal) > 0) return;
+    if (appListens) return; // the application's handler decides
     // One more turn of the loop first: completions already delivered settle their promises.
-    setImmediate(() => {
-      process.kill(process.pid, signal);
-      setTimeout(() => process.exit(128 + signalNumber(signal)), FALLBACK_EXIT_MS);
-    });
+    setImmediate(() => endBy(signal));
   };
   run.promise.then(end, end);
 }

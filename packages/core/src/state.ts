@@ -1,52 +1,13 @@
-import type { DevexitLogger } from './diagnostics.js';
-import type { CloseReportEntry } from './report.js';
-import type { Layers, OnTimeout, ReportMode, Settings } from './settings.js';
+import type {
+  CloseReportEntry,
+  DevexitLogger,
+  NativeBridge,
+  ReportMode,
+  Settings,
+  SettingsUpdate,
+} from './types.js';
 
-/** A settings update pushed into the native registry (see devexit_host.h). */
-export interface SettingsUpdate {
-  /** 'env': fills only what still has its default (the first copy to load decides); 'api': configure(). */
-  origin: 'env' | 'api';
-  timeoutMs?: number;
-  onTimeout?: OnTimeout;
-  layers?: Layers;
-  report?: ReportMode;
-  /** How warnings name the values: 'DEVEXIT_TIMEOUT_MS=500', 'configure({ timeoutMs: 500 })'. */
-  timeoutSource?: string;
-  onTimeoutSource?: string;
-}
-
-/** What @devexit/native plugs into core (see installNativeBridge). */
-export interface NativeBridge {
-  deviceType(name: string): number;
-  isExiting(): boolean;
-  /** A view of the native exiting flag, when the runtime allows external buffers. */
-  exitingView: Uint32Array | undefined;
-  /** Runs the native closes from this JS thread; exitCode: the exit's (a deadline may end it). */
-  closeAll(layer: string, markExiting: boolean, exitCode?: number): number;
-  applySettings(update: SettingsUpdate): void;
-  /** The settings in force in the process (the registry owner's); signals are each realm's own. */
-  settings(): Omit<Settings, 'signals'>;
-  report(): CloseReportEntry[];
-  forget(type: number, index: number, service: string): number;
-  /** A JS close starts (main thread): the native watchdog bounds it by the deadline. exitCode < 0: explicit. */
-  jsCloseBegin(layer: string, exitCode: number, type: number, index: number, service: string): void;
-  /** It returned (or a nested exit abandoned it): true if past the deadline. */
-  jsCloseEnd(): boolean;
-  // ---- shutdown() (absent in older copies, or false/undefined when the registry's owner is one) ----
-  /** Refuses new work process-wide; JS stays reachable for completions. */
-  beginShutdown?(): boolean;
-  /**
-   * Every native close on a helper thread, layer 'shutdown': services finish their queues for up
-   * to drainMs. Undefined when the owner cannot (then closeAll).
-   */
-  closeAsync?(layer: string, drainMs: number): Promise<CloseReportEntry[]> | undefined;
-  /** Cuts every drain in progress short: what is left is dropped and closed. */
-  hurryShutdown?(): void;
-  /** The exit layers, as @devexit/native's guardState() tells them (for tools). */
-  guardState?(): unknown;
-  /** Whether this realm runs on the process's main thread (undefined: ask worker_threads). */
-  isMainThread?(): boolean | undefined;
-}
+export type { NativeBridge, SettingsUpdate } from './types.js';
 
 export interface JsEntry {
   type: number;
@@ -72,16 +33,20 @@ export interface ShutdownRun {
 /** The JS closes being run, so that an exit called from inside one continues them. */
 export interface CloseRun {
   layer: string;
-  /** The code of the exit being closed for; undefined for closeServices(). */
+  /** The code of the exit being closed for; undefined for closeServices() and shutdown(). */
   exitCode: number | undefined;
+  /** shutdown() started by a signal: past the deadline the process ends by it (0: none). */
+  signal: number;
   markExiting: boolean;
-  /** closeServices(): results are returned, not printed. */
+  /** closeServices() and shutdown(): results are returned, and warned about once they return. */
   explicit: boolean;
+  /** closeServices(): a stuck close is only reported (never ends the process). */
+  unbounded: boolean;
   /** The native watchdog bounds each JS close (main thread, @devexit/native loaded). */
   watched: boolean;
-  /** performance.now() past which a JS close counts as timed out (without the native watchdog). */
+  /** performance.now() past which a JS close counts as timed out. */
   deadline: number;
-  /** DEVEXIT_REPORT in force: what the exit layer prints per close. */
+  /** DEVEXIT_REPORT in force: what the layer prints per close. */
   report: ReportMode;
   /** shutdown(): whether each JS close's drain finished before the deadline. */
   drained: Map<JsEntry, boolean> | undefined;
@@ -89,13 +54,39 @@ export interface CloseRun {
   next: number;
   current: JsEntry | undefined;
   currentStart: number;
+  /** The closes of this run that were reported (each exactly once). */
+  reported: Set<JsEntry>;
   nativeDone: boolean;
   done: boolean;
   entries: CloseReportEntry[];
 }
 
+/** Worker bookkeeping of this realm (threads.ts, workerSide.ts). */
+export interface ThreadsState {
+  /** This thread's words, shared with the thread that stops it (see threads.ts for the layout). */
+  own: Int32Array;
+  /** The Workers of the process this realm heard of: threadId -> their words and parent. */
+  known: Map<number, { words: Int32Array; parent: number }>;
+  /** The Workers this realm created, still running: threadId -> the Worker object. */
+  children: Map<number, import('node:worker_threads').Worker>;
+  /** The directory channel this realm listens on (threads.ts). */
+  directory: import('node:worker_threads').BroadcastChannel | undefined;
+  /** process.on('worker') is installed. */
+  armed: boolean;
+  /** In a Worker: this thread announced itself (workerSide.ts). */
+  announced: boolean;
+  /** In a Worker: starts the stop asked in `own` at once (a refused section saw it first). */
+  kick: (() => void) | undefined;
+  /** In a Worker: the stop in progress (once). */
+  stopping: Promise<void> | undefined;
+  /** The name of the last critical section entered here (published in `own`), for a report. */
+  lastName: string | undefined;
+  /** The last unnamed section's function, whose name is read only when needed. */
+  lastFn: unknown;
+}
+
 export interface CoreState {
-  version: 3;
+  version: 4;
   entries: Map<string, JsEntry>;
   seq: number;
   exiting: boolean;
@@ -114,17 +105,20 @@ export interface CoreState {
   hooksInstalled: boolean;
   /** One per copy of core in this realm: refreshes that copy's isExiting() variables (exiting.ts). */
   syncs: Array<(state: CoreState) => void>;
-  // Added later: a state made by an older copy lacks them (read with ?? / optional).
   /** shutdown() of this realm, once called. */
-  shutdown?: ShutdownRun | undefined;
+  shutdown: ShutdownRun | undefined;
   /** configure({ logger }): every warning goes there. */
-  logger?: DevexitLogger | undefined;
+  logger: DevexitLogger | undefined;
   /** The signal listeners devexit installed (signal -> listener). */
-  signalListeners?: Map<string, (signal: NodeJS.Signals) => void>;
+  signalListeners: Map<string, (signal: NodeJS.Signals) => void>;
+  /** Whether the application listened to a signal when it arrived (signal -> answer), see signals.ts. */
+  appListens: Map<string, boolean>;
+  threads: ThreadsState | undefined;
 }
 
-// @3: the shape changed (@2 had no syncs); an older core in the same realm keeps its own state.
-const KEY = Symbol.for('@devexit/core/state@3');
+// @4: closes, shutdown and Workers changed shape (@3 had no threads); an older core in the same
+// realm keeps its own state.
+const KEY = Symbol.for('@devexit/core/state@4');
 
 let cached: CoreState | undefined;
 
@@ -135,7 +129,7 @@ export function coreState(): CoreState {
   let state = g[KEY];
   if (!state) {
     state = {
-      version: 3,
+      version: 4,
       entries: new Map(),
       seq: 0,
       exiting: false,
@@ -150,6 +144,11 @@ export function coreState(): CoreState {
       report: [],
       hooksInstalled: false,
       syncs: [],
+      shutdown: undefined,
+      logger: undefined,
+      signalListeners: new Map(),
+      appListens: new Map(),
+      threads: undefined,
     };
     Object.defineProperty(globalThis, KEY, { value: state, enumerable: false });
   }

@@ -18,7 +18,7 @@ describe('the native bridge', () => {
     let flag = false;
     const calls: string[] = [];
     const pushed: SettingsUpdate[] = [];
-    let inForce: Omit<Settings, 'signals'> = {
+    let inForce: Omit<Settings, 'signals' | 'workers'> = {
       timeoutMs: 1234,
       onTimeout: 'warn',
       layers: { js: true, tls: true, atexit: true },
@@ -65,7 +65,7 @@ describe('the native bridge', () => {
       },
     ]);
     // What is in force is the registry's, not this realm's.
-    expect(currentConfig()).toEqual({ timeoutMs: 1234, onTimeout: 'warn', signals: [] });
+    expect(currentConfig()).toEqual({ timeoutMs: 1234, onTimeout: 'warn', signals: [], workers: 'off' });
     configure({ timeoutMs: 700 });
     expect(pushed[1]).toEqual({
       origin: 'api',

@@ -15,10 +15,20 @@ describe('DEVEXIT_* grammar (parseSettings)', () => {
         layers: all,
         report: 'off',
         signals: [],
+        workers: 'off',
         sources: { timeoutMs: 'the default', onTimeout: 'the default' },
       },
       warnings: [],
     });
+  });
+
+  it.each([
+    [' guard ', 'guard', []],
+    ['OFF', 'off', []],
+    ['', 'off', []],
+    ['sometimes', 'off', ['devexit: ignoring DEVEXIT_WORKERS="sometimes": expected off or guard']],
+  ])('DEVEXIT_WORKERS=%j is %s', (value, workers, warnings) => {
+    expect(parseSettings({ DEVEXIT_WORKERS: value })).toMatchObject({ settings: { workers }, warnings });
   });
 
   it.each([

@@ -47,15 +47,16 @@ const setup = `
   const { writeSync } = require('node:fs');
   const mark = (t) => writeSync(2, t + '\\n');
   const dev = core.deviceId('wgpu', 0);
-  // A JS service whose drain finishes its work after drainMs (never, with drainMs < 0).
+  // A JS service whose drain finishes its work drainMs after the drain began (never, with
+  // drainMs < 0). The work starts with the drain, not before: however late a signal comes on a
+  // loaded machine, the work cannot be done before the drain began.
   const service = (name, drainMs, close = () => mark('close ' + name)) => {
-    const work = drainMs < 0 ? new Promise(() => {}) : new Promise((r) => setTimeout(r, drainMs));
-    work.then(() => mark('work done ' + name));
     core.closeAtExit(dev, name, close, {
       drain: (signal) => {
         mark('drain ' + name);
         signal.addEventListener('abort', () => mark('drain aborted ' + name));
-        return work;
+        const work = drainMs < 0 ? new Promise(() => {}) : new Promise((r) => setTimeout(r, drainMs));
+        return work.then(() => mark('work done ' + name));
       },
     });
   };
@@ -162,6 +163,34 @@ describe('shutdown() with JS closes (child processes)', () => {
     );
     expect(currentConfig()).toEqual(before);
     expect(process.listenerCount('SIGTERM')).toBe(0);
+  });
+
+  it('configure() reads each option once: a lying iterator or getter cannot make devexit listen to another signal or apply a value it did not check', () => {
+    const r = run(`
+      const core = require('./dist/index.js');
+      const out = {};
+      // An array whose own iterator yields something else: the indexes are what is read.
+      const lying = ['SIGTERM'];
+      lying[Symbol.iterator] = function* () { yield 'SIGUSR1'; };
+      core.configure({ signals: lying });
+      out.listening = { SIGTERM: process.listenerCount('SIGTERM'), SIGUSR1: process.listenerCount('SIGUSR1') };
+      // An element that answers 'SIGINT' once, then 'SIGKILL' (uv_signal_start would refuse it).
+      let elementReads = 0;
+      const flip = [];
+      Object.defineProperty(flip, 0, { get() { return ++elementReads === 1 ? 'SIGINT' : 'SIGKILL'; }, enumerable: true });
+      core.configure({ signals: flip });
+      out.flip = { reads: elementReads, signals: core.currentConfig().signals, SIGINT: process.listenerCount('SIGINT') };
+      // A getter that answers 500 once, then nonsense.
+      let reads = 0;
+      core.configure({ get timeoutMs() { return ++reads === 1 ? 500 : 'nonsense'; } });
+      out.timeout = { reads, timeoutMs: core.currentConfig().timeoutMs };
+      console.log(JSON.stringify(out));`);
+    expect(r.status, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({
+      listening: { SIGTERM: 1, SIGUSR1: 0 },
+      flip: { reads: 1, signals: ['SIGINT'], SIGINT: 1 },
+      timeout: { reads: 1, timeoutMs: 500 },
+    });
   });
 
   it('configure({ signals }): SIGTERM drains the JS services, closes them, and the process ends by SIGTERM', async () => {

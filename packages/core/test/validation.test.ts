@@ -53,7 +53,7 @@ describe('bad input changes no state', () => {
     expect(range.code).toBe('ERR_OUT_OF_RANGE');
     expect(range.message).toBe('devexit: timeoutMs must be an integer in 1..2147483647; got 10000000000000');
     expect(thrown(() => configure({ timeout: 5 } as never)).message).toBe(
-      'devexit: configure() options has an unknown option "timeout"; it takes timeoutMs, onTimeout, signals, logger',
+      'devexit: configure() options has an unknown option "timeout"; it takes timeoutMs, onTimeout, signals, logger, workers',
     );
     expect(thrown(() => configure(undefined as never)).code).toBe('ERR_INVALID_ARG_TYPE');
     expect(currentConfig()).toEqual(before);

@@ -25,6 +25,11 @@ bool HostV3() {
   return h->abi_version >= 3 && h->struct_size >= offsetof(devexit_host_v1, hurry_shutdown) + sizeof h->hurry_shutdown;
 }
 
+bool HostV4() {
+  const devexit_host_v1 *h = Host();
+  return h->abi_version >= 4 && h->struct_size >= offsetof(devexit_host_v1, end_process) + sizeof h->end_process;
+}
+
 // Reads one of the registry's texts (report_json, state_json, take_warnings): length, then text.
 std::string ReadText(size_t (*fn)(char *, size_t)) {
   std::string out(fn(nullptr, 0), '\0');
@@ -218,6 +223,58 @@ Napi::Value BindJsCloseEnd(const Napi::CallbackInfo &info) {
   return Napi::Boolean::New(info.Env(), HostV2() && Host()->js_close_end() != 0);
 }
 
+// watch({ layer, exitCode, signal, type, index, service, what }, deadlineMs): what runs now on this
+// JS thread; false where the owner is older (then jsCloseBegin for closes).
+Napi::Value BindWatch(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  if (!HostV4()) return Napi::Boolean::New(env, false);
+  if (info.Length() < 1 || !info[0].IsObject()) throw Napi::TypeError::New(env, "devexit: watch takes an object");
+  Napi::Object o = info[0].As<Napi::Object>();
+  auto text = [&](const char *key) {
+    Napi::Value v = o.Get(key);
+    return v.IsString() ? v.As<Napi::String>().Utf8Value() : std::string();
+  };
+  auto number = [&](const char *key, double fallback) {
+    Napi::Value v = o.Get(key);
+    return v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : fallback;
+  };
+  const std::string layer = text("layer"), service = text("service"), what = text("what");
+  const double ms = info.Length() > 1 && info[1].IsNumber() ? info[1].As<Napi::Number>().DoubleValue() : -1;
+  devexit_watch_v1 w{};
+  w.struct_size = sizeof w;
+  w.layer = layer.c_str();
+  w.exit_code = static_cast<int32_t>(number("exitCode", -1));
+  w.signal = static_cast<int32_t>(number("signal", 0));
+  w.device.type = static_cast<uint16_t>(number("type", 0));
+  w.device.index = static_cast<uint32_t>(number("index", 0));
+  w.service = service.c_str();
+  w.what = what.c_str();
+  // Not a finite, sane span (Infinity: no deadline): as far as the clock goes.
+  w.deadline_ns = ms >= 0 && ms < 9.0e12 ? Host()->now_ns() + static_cast<int64_t>(ms * 1e6) : INT64_MAX;
+  Host()->watch(&w);
+  return Napi::Boolean::New(env, true);
+}
+
+Napi::Value BindUnwatch(const Napi::CallbackInfo &info) {
+  return Napi::Number::New(info.Env(), HostV4() ? Host()->unwatch() : 0);
+}
+
+Napi::Value BindEndWatch(const Napi::CallbackInfo &info) {
+  if (HostV4()) Host()->end_watch();
+  return info.Env().Undefined();
+}
+
+// endProcess(code, text, signal?): never returns where the owner can; false where it cannot.
+Napi::Value BindEndProcess(const Napi::CallbackInfo &info) {
+  Napi::Env env = info.Env();
+  if (!HostV4()) return Napi::Boolean::New(env, false);
+  const int code = IntArg(info, 0, 1);
+  const std::string text = StringArg(info, 1, "");
+  const int signal = IntArg(info, 2, 0);
+  Host()->end_process(code, signal, text.c_str());
+  return Napi::Boolean::New(env, false);
+}
+
 Napi::Value BindTakeWarnings(const Napi::CallbackInfo &info) {
   return Napi::String::New(info.Env(), HostV2() ? ReadText(Host()->take_warnings) : std::string());
 }
@@ -264,6 +321,10 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports["applySettings"] = Napi::Function::New(env, BindApplySettings, "applySettings");
   exports["jsCloseBegin"] = Napi::Function::New(env, BindJsCloseBegin, "jsCloseBegin");
   exports["jsCloseEnd"] = Napi::Function::New(env, BindJsCloseEnd, "jsCloseEnd");
+  exports["watch"] = Napi::Function::New(env, BindWatch, "watch");
+  exports["unwatch"] = Napi::Function::New(env, BindUnwatch, "unwatch");
+  exports["endWatch"] = Napi::Function::New(env, BindEndWatch, "endWatch");
+  exports["endProcess"] = Napi::Function::New(env, BindEndProcess, "endProcess");
   exports["takeWarnings"] = Napi::Function::New(env, BindTakeWarnings, "takeWarnings");
   exports["report"] = Napi::Function::New(env, Report, "report");
   exports["state"] = Napi::Function::New(env, State, "state");

@@ -131,6 +131,11 @@ int KnownExitCode();
 // ---- watchdog.cc: a deadline around the JS layer ----
 void JsCloseBegin(const char *layer, int exit_code, devexit_device_id device, const char *service);
 int JsCloseEnd();
+void Watch(const devexit_watch_v1 *watch);
+int Unwatch();
+void EndWatch();
+// Host end_process: text to stderr, then EndProcess(code), or the end by `signal` (> 0).
+void HostEndProcess(int code, int signal, const char *text);
 // The deadline of the JS layer in progress on this thread (then it ends), or 0.
 int64_t TakeJsSessionDeadline();
 

@@ -8,6 +8,7 @@
 #else
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 #endif
 #if defined(__linux__)
@@ -47,6 +48,27 @@ void PinSelf() {
 void QuickExit(int code) {
   fflush(nullptr);
   std::_Exit(code);
+}
+
+void QuickExitBySignal(int signal) {
+  fflush(nullptr);
+#if !defined(_WIN32)
+  // PID 1 (a container's entrypoint): the kernel drops signals without a handler; end as a shell
+  // would report that signal.
+  if (getpid() == 1) std::_Exit(128 + signal);
+  struct sigaction action = {};
+  action.sa_handler = SIG_DFL;
+  sigemptyset(&action.sa_mask);
+  sigaction(signal, &action, nullptr);
+  sigset_t only;
+  sigemptyset(&only);
+  sigaddset(&only, signal);
+  pthread_sigmask(SIG_UNBLOCK, &only, nullptr);
+  kill(getpid(), signal);
+  // Delivered to this thread or another: the default action ends the process before long.
+  for (int i = 0; i < 200; i++) usleep(10000);
+#endif
+  std::_Exit(128 + signal);
 }
 
 int MainThreadState() {

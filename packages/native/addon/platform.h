@@ -33,6 +33,9 @@ void WriteStderr(const std::string &text);
 void PinSelf();
 // Ends the process now: exit handlers and library teardown are skipped.
 [[noreturn]] void QuickExit(int code);
+// Ends the process by `signal`, its default action restored (as a shell sees an unhandled one);
+// where signals cannot end it so, with 128 + signal.
+[[noreturn]] void QuickExitBySignal(int signal);
 // 1 on the process's main thread, 0 on another thread, -1 where the platform cannot tell. For JS:
 // asking worker_threads costs loading it (~1-3 ms), on the exit path.
 int MainThreadState();

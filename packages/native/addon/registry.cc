@@ -197,6 +197,11 @@ const devexit_host_v1 *OwnHostTable() {
     t->begin_shutdown = BeginShutdown;
     t->close_async = CloseAsync;
     t->hurry_shutdown = MarkExiting;
+    t->now_ns = NowNs;
+    t->watch = Watch;
+    t->unwatch = Unwatch;
+    t->end_watch = EndWatch;
+    t->end_process = HostEndProcess;
     return t;
   }();
   return table;

@@ -17,7 +17,7 @@
 extern "C" {
 #endif
 
-#define DEVEXIT_HOST_ABI_VERSION 3u
+#define DEVEXIT_HOST_ABI_VERSION 4u
 
 /* Exit layers (bits of devexit_settings_v1.layers). */
 #define DEVEXIT_LAYER_JS 1
@@ -56,6 +56,21 @@ typedef struct devexit_settings_v1 {
   const char *timeout_source;
   const char *on_timeout_source;
 } devexit_settings_v1;
+
+/* What the watchdog watches on a JS thread (host ABI 4): a JS close, an observer of one, the wait
+ * for critical sections. Past deadline_ns it prints the close's report line (device.type > 0),
+ * then "still running: <what>", then applies the onTimeout policy: 'exit' ends the process by
+ * `signal` (> 0), else with exit_code (>= 0); with neither, or 'warn', it only warns. */
+typedef struct devexit_watch_v1 {
+  uint32_t struct_size;
+  const char *layer;
+  int32_t exit_code;
+  int32_t signal;
+  devexit_device_id device;
+  const char *service;
+  const char *what;
+  int64_t deadline_ns; /* absolute, on the registry's monotonic clock (now_ns) */
+} devexit_watch_v1;
 
 typedef struct devexit_host_v1 {
   uint32_t abi_version; /* first, always */
@@ -109,6 +124,20 @@ typedef struct devexit_host_v1 {
   int (*close_async)(const char *layer, int64_t drain_deadline_ns, devexit_closes_done_fn done, void *ctx);
   /* Ends every drain in progress: is_exiting() turns 1, so draining closes drop what is left. */
   void (*hurry_shutdown)(void);
+
+  /* ---- host ABI 4: a watch of any JS-thread work, the end of the process ---- */
+  /* The registry's monotonic clock, for watch deadlines. */
+  int64_t (*now_ns)(void);
+  /* Starts watching (replaces what this thread watched); the first watch of a session also gives
+   * the deadline native closes run from this thread inherit (close_from_js). Copied. */
+  void (*watch)(const devexit_watch_v1 *watch);
+  /* It ended: 2 if the watchdog reported it at the deadline, 1 if past the deadline, else 0. */
+  int (*unwatch)(void);
+  /* The JS layer's session ended: the next watch starts a new one. */
+  void (*end_watch)(void);
+  /* Writes text to stderr, flushes stdio and ends the process now, skipping exit handlers: by
+   * `signal` (> 0; its default action restored first), else with `code`. Never returns. */
+  void (*end_process)(int code, int signal, const char *text);
 } devexit_host_v1;
 
 typedef int (*devexit_get_host_fn)(uint32_t abi_version, const devexit_host_v1 **out);

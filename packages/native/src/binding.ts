@@ -48,6 +48,27 @@ export interface BindingModule {
   closeAsync(layer: string, drainMs: number, done: (failures: number, report: string) => void): boolean;
   /** Cuts the drains in progress short. */
   hurryShutdown(): void;
+  /**
+   * Watches what runs on this JS thread now, until `deadlineMs` from now (host ABI 4; false where
+   * the registry's owner is older).
+   */
+  watch(
+    spec: {
+      layer: string;
+      exitCode: number;
+      signal: number;
+      type: number;
+      index: number;
+      service: string;
+      what: string;
+    },
+    deadlineMs: number,
+  ): boolean;
+  /** 2: the watchdog reported it at the deadline; 1: past the deadline; 0. */
+  unwatch(): number;
+  endWatch(): void;
+  /** Writes text, flushes stdio, ends the process (by signal > 0, else with code). false: cannot. */
+  endProcess(code: number, text: string, signal?: number): boolean;
   /** Whether the calling thread is the process's main thread; undefined where the OS cannot tell. */
   isMainThread(): boolean | undefined;
 }

@@ -73,7 +73,7 @@ function toNative(u: SettingsUpdate): NativeSettingsUpdate {
   return out;
 }
 
-function inForce(): Omit<Settings, 'signals'> {
+function inForce(): Omit<Settings, 'signals' | 'workers'> {
   const s = guardState();
   return {
     timeoutMs: s.timeoutMs,
@@ -117,6 +117,21 @@ const bridge: NativeBridge = {
   hurryShutdown: () => binding.hurryShutdown(),
   guardState: () => guardState(),
   isMainThread: () => binding.isMainThread(),
+  ...(binding.hostAbiVersion >= 4
+    ? {
+        watch: (spec, deadlineMs) => {
+          binding.watch(spec, deadlineMs);
+        },
+        unwatch: () => binding.unwatch(),
+        endWatch: () => binding.endWatch(),
+        endProcess: (code: number, text: string, signal?: number): never => {
+          binding.endProcess(code, text, signal ?? 0);
+          // Unreachable where the owner can end it; a stop of last resort otherwise.
+          process.kill(process.pid, 'SIGKILL');
+          throw new Error('devexit: the process did not end');
+        },
+      }
+    : {}),
 };
 installNativeBridge(bridge);
 

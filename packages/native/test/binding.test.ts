@@ -22,8 +22,8 @@ describe('@devexit/native in-process', () => {
     expect(s.tls).toEqual({ armed: true, by: 'init_array' });
     expect(s.atexitHooks).toEqual(['load']);
     expect(abiVersion).toBe(1);
-    expect(s.hostAbi).toBe(3);
-    expect(native.hostAbiVersion).toBe(3);
+    expect(s.hostAbi).toBe(4);
+    expect(native.hostAbiVersion).toBe(4);
   });
 
   it('exposes the exiting flag as a typed-array view (no call needed)', () => {
@@ -75,7 +75,7 @@ describe('@devexit/native in-process', () => {
       onTimeout: 'warn',
       sources: { timeoutMs: 'configure({ timeoutMs: 1500 })', onTimeout: "configure({ onTimeout: 'warn' })" },
     });
-    expect(currentConfig()).toEqual({ timeoutMs: 1500, onTimeout: 'warn', signals: [] });
+    expect(currentConfig()).toEqual({ timeoutMs: 1500, onTimeout: 'warn', signals: [], workers: 'off' });
   });
 
   it('a Worker loading the package later does not undo configure() with its environment', async () => {
@@ -87,7 +87,7 @@ describe('@devexit/native in-process', () => {
       w.on('exit', resolve);
       w.on('error', reject);
     });
-    expect(currentConfig()).toEqual({ timeoutMs: 1500, onTimeout: 'warn', signals: [] });
+    expect(currentConfig()).toEqual({ timeoutMs: 1500, onTimeout: 'warn', signals: [], workers: 'off' });
   });
 
   it('the registry clamps what it is given (a copy of another version may push anything)', () => {

@@ -15,7 +15,6 @@ import {
 import { builtinSource, type KernelSource, parseUserKernel } from './kernels.js';
 import { WgpuQueue } from './queue.js';
 import { WgpuKernel } from './resources.js';
-import { exitState } from './state.js';
 import { drainPending } from './tracking.js';
 
 export interface DeviceInfo {
@@ -81,7 +80,7 @@ export class WgpuDevice implements Device {
 
   /** Throws the typed error for a call after close or once exiting. */
   check(what: string): void {
-    if (isExiting() || exitState.exiting) throw exitingError(what);
+    if (isExiting()) throw exitingError(what);
     if (this.#state !== 'open') throw deviceClosedError(this.id, what);
   }
 

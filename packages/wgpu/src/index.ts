@@ -2,6 +2,7 @@
 /// <reference types="@webgpu/types" preserve="true" />
 // The process-wide registry first: device types and exit layers shared with the other backends.
 
+import { isMainThread } from 'node:worker_threads';
 import { BackendBase } from '@devexit/backend';
 import {
   type Backend,
@@ -12,19 +13,16 @@ import {
   forgetClose,
   isExiting,
   type ProbeResult,
-  settings,
   unavailableError,
 } from '@devexit/core';
-import { guardState } from '@devexit/native';
+import '@devexit/native';
 import { type Discovery, discover, loadDawn, presetEglPlatform } from './dawn.js';
 import { type CloseMode, WgpuDevice } from './device.js';
-import { exitState } from './state.js';
-import { installTracking } from './tracking.js';
-import { armMain, armWorker, configureWorkers } from './workers.js';
+import { destroyAllDevices, installTracking } from './tracking.js';
 
 export { type CloseMode, type DeviceInfo, WgpuDevice } from './device.js';
 export { WgpuQueue } from './queue.js';
-export { installWorkerGuards, knownWorkers, terminateWorker } from './workers.js';
+export { installWorkerGuards, terminateWorker } from './workers.js';
 
 const NAME = 'wgpu';
 const SERVICE = 'queue';
@@ -40,13 +38,9 @@ process.prependListener('exit', () => {
   processEnding = true;
 });
 
-function guardOn(): boolean {
-  try {
-    return guardState().layers.js;
-  } catch {
-    // No native registry: core's settings (DEVEXIT_GUARD / DEVEXIT_LAYERS, parsed there only).
-    return settings().layers.js;
-  }
+/** A Worker's stop (@devexit/core: process.exit() in it, the main thread's exit, terminate()). */
+function workerStopping(): boolean {
+  return !isMainThread && isExiting();
 }
 
 function find(): Promise<Discovery> {
@@ -76,7 +70,15 @@ function register(d: WgpuDevice): void {
   closeAtExit(
     d.id,
     SERVICE,
-    () => closeLive(processEnding ? 'exit' : exitState.exiting ? 'worker-exit' : 'drop', index),
+    () => {
+      const mode: CloseMode = processEnding ? 'exit' : workerStopping() ? 'worker-exit' : 'drop';
+      try {
+        closeLive(mode, index);
+      } finally {
+        // The Worker is going away: the application's own Dawn devices of this realm too.
+        if (mode === 'worker-exit') destroyAllDevices();
+      }
+    },
     { drain: (stop) => drainLive(index, stop) },
   );
 }
@@ -97,30 +99,17 @@ function onClosed(d: WgpuDevice, mode: CloseMode): void {
   if (mode === 'finish') unregister(d.id.index);
 }
 
-configureWorkers({
-  guard: guardOn,
-  closeAll: (explicit) => {
-    const indexes = new Set([...live].map((d) => d.id.index));
-    try {
-      closeLive('worker-exit');
-    } finally {
-      // process.exit() in a Worker counts as an explicit close: no exit-time close is reported.
-      if (explicit) for (const i of indexes) unregister(i);
-    }
-  },
-});
 {
   const loaded = loadDawn();
   if (loaded.dawn) installTracking(loaded.dawn.globals);
   presetEglPlatform();
-  if (guardOn()) armMain();
 }
 
 async function createDevice(index: number): Promise<WgpuDevice> {
   const found = await find();
   const choice = found.choice;
   if (!choice) throw unavailableError(NAME, `no adapter: tried ${found.tried.join('; ')}`);
-  if (exitState.exiting) throw exitingError(`open ${NAME}:${index}`);
+  if (isExiting()) throw exitingError(`open ${NAME}:${index}`);
   let a: GPUAdapter | null = choice.adapter;
   if (adapterUsed) {
     a = await choice.gpu.requestAdapter({ featureLevel: choice.featureLevel } as GPURequestAdapterOptions);
@@ -134,11 +123,10 @@ async function createDevice(index: number): Promise<WgpuDevice> {
       maxBufferSize: a.limits.maxBufferSize,
     },
   });
-  if (isExiting() || exitState.exiting) {
+  if (isExiting()) {
     device.destroy();
     throw exitingError(`open ${NAME}:${index}`);
   }
-  armWorker();
   const d = new WgpuDevice(
     deviceId(NAME, index),
     device,

@@ -28,7 +28,6 @@ import {
 import { BYTE_COPY, type KernelSource, workgroups } from './kernels.js';
 import { type BoundArg, bindings, type LastBound, type Live, repeats, sameArgs } from './launchArgs.js';
 import { WgpuBuffer, WgpuKernel } from './resources.js';
-import { exitState } from './state.js';
 
 const UNIFORM_SLOT = 256;
 const ceil4 = (n: number) => Math.ceil(n / 4) * 4;
@@ -262,7 +261,7 @@ export class WgpuQueue implements Queue {
     // passed for exactly these arguments, and its bind group and workgroups still hold.
     const last = this.#lastBound.get(kernel);
     if (last !== undefined && last.groups !== undefined && grid === last.grid && repeats(last.args, args)) {
-      if (this.#d.closed || isExiting() || exitState.exiting) this.#d.check(`launch ${kernel.name}`);
+      if (this.#d.closed || isExiting()) this.#d.check(`launch ${kernel.name}`);
       this.#record(kernel, last.group, last.groups);
       return;
     }

@@ -1,7 +1,11 @@
+import { critical } from '@devexit/core';
+
 /**
  * Every Dawn promise and device of this realm, so an exit can settle them first: dawn.node aborts
  * ("Promise not resolved or rejected") when a Worker's environment is torn down while one of its
- * promises (onSubmittedWorkDone, mapAsync, ...) is still pending.
+ * promises (onSubmittedWorkDone, mapAsync, ...) is still pending. Each is a critical section of
+ * its thread (@devexit/core): exits, shutdown() and terminate() wait for them, on every thread.
+ * Entered even once exiting began (`closing`): a close's own Dawn calls must be waited for too.
  */
 
 const pending = new Set<Promise<unknown>>();
@@ -14,8 +18,9 @@ function wrapAsync(proto: Proto | undefined, name: string, onResult?: (value: un
   if (!proto) return;
   const original = proto[name];
   if (typeof original !== 'function' || (original as unknown as Proto)[MARK]) return;
+  const section = { closing: true, name: `Dawn ${name}` };
   const wrapped = function (this: unknown, ...args: unknown[]) {
-    const p = (original as (...a: unknown[]) => Promise<unknown>).apply(this, args);
+    const p = critical(() => (original as (...a: unknown[]) => Promise<unknown>).apply(this, args), section);
     if (p && typeof (p as Promise<unknown>).then === 'function') {
       pending.add(p);
       const done = () => pending.delete(p);

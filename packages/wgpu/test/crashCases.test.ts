@@ -70,15 +70,20 @@ describe.skipIf(unavailable)('Dawn crash cases', () => {
       const results = await runMany(RUNS, opts());
       figure('case 2 devexit', results);
       for (const r of results) {
-        // The Worker's close runs as an explicit close before its real exit: no exit-time close.
+        // The exit waits for Dawn's promises (critical sections), then the Worker's close runs
+        // once on its thread (layer worker-exit), then the Worker ends with the code asked.
         expect(summary(r), show(r)).toEqual({
           code: 0,
           signal: null,
           timedOut: false,
           crashed: false,
-          closes: {},
+          closes: { 'wgpu:0/queue': 1 },
           failed: [],
         });
+        expect(
+          r.report.map((e) => e.layer),
+          show(r),
+        ).toEqual(['worker-exit']);
         expect(r.stdout, show(r)).toContain('worker exit 0');
         // The pending read was settled with a typed error, not left for Dawn's teardown.
         expect(r.stdout, show(r)).toMatch(/read (done|ERR_DEVEXIT_EXITING)/);

@@ -1,0 +1,478 @@
+import { devexitWarning, warn, writeStderr } from './diagnostics.js';
+import { formatReportLine } from './report.js';
+import { settings } from './settings.js';
+import { coreState, type ThreadsState } from './state.js';
+import { type Channel, waitAsync, workerThreads, workerThreadsLoaded } from './thread.js';
+import type { CloseReportEntry } from './types.js';
+
+/**
+ * Threads that stop one another without losing native work in flight. A Worker inside a native
+ * call cannot run JS to answer a message, so what must be known at once lives in memory shared
+ * with the thread that stops it: each thread's words (below). Messages only wake a thread whose
+ * event loop is idle. Discovery: each Worker announces its words on one BroadcastChannel (the
+ * directory) when devexit loads in it; every thread that created Workers listens there (and asks
+ * again when it starts listening, so announcements made before are not lost).
+ */
+
+// The words of a thread (Int32Array over a SharedArrayBuffer), then a section's name in bytes.
+/** What the thread did with a stop: RUNNING, SEEN, CLOSED, GONE or DRAINED. */
+export const W_STATE = 0;
+/** Critical sections open on the thread now. */
+export const W_COUNT = 1;
+/** The stop asked of it: NONE, EXIT, TERMINATE, SHUTDOWN (set once, by compare-and-swap). */
+export const W_STOP = 2;
+/** JS closes registered in the thread's realm (it has something to close). */
+export const W_NEEDS = 3;
+/** The exit code of the stop. */
+export const W_CODE = 4;
+/** 1: the stopper runs the native closes itself (shutdown with @devexit/native in its realm). */
+export const W_NATIVE = 5;
+/** Bytes of the name of the last critical section entered (written when a stop arrives). */
+export const W_NAME_LENGTH = 6;
+const WORDS = 8;
+const NAME_BYTES = 96;
+
+export const RUNNING = 0;
+export const SEEN = 1;
+export const CLOSED = 2;
+export const GONE = 3;
+export const DRAINED = 4;
+
+export const STOP_NONE = 0;
+export const STOP_EXIT = 1;
+export const STOP_TERMINATE = 2;
+export const STOP_SHUTDOWN = 3;
+
+const DIRECTORY = '@devexit/core/threads';
+export const channelOf = (threadId: number): string => `@devexit/core/thread/${threadId}`;
+const PARENT_KEY = '@devexit/core/parent';
+
+export type Hello = { op: 'hello'; threadId: number; parent: number; words: SharedArrayBuffer };
+export type Bye = { op: 'bye'; threadId: number };
+export type Who = { op: 'who' };
+/** A wake-up: the stop itself is in the words. `deadline`: Date.now() of the one deadline. */
+export type StopMessage = { op: 'stop'; deadline: number };
+/** A Worker's shutdown entries, for its stopper's report. */
+export type Report = { op: 'report'; threadId: number; entries: CloseReportEntry[] };
+
+function knownMap(): ThreadsState['known'] {
+  return threadsState().known;
+}
+
+/** This realm's Worker bookkeeping, made on first use. */
+export function threadsState(): ThreadsState {
+  const state = coreState();
+  if (!state.threads) {
+    const words = new Int32Array(new SharedArrayBuffer(WORDS * 4 + NAME_BYTES));
+    state.threads = {
+      own: words,
+      known: new Map(),
+      children: new Map(),
+      directory: undefined,
+      armed: false,
+      announced: false,
+      kick: undefined,
+      stopping: undefined,
+      lastName: undefined,
+      lastFn: undefined,
+    };
+  }
+  return state.threads;
+}
+
+/** Tells this thread's stopper whether it has JS closes to run (where it can be stopped). */
+export function setNeeds(n: number): void {
+  const t = coreState().threads;
+  if (t) Atomics.store(t.own, W_NEEDS, n);
+}
+
+/** This thread's id (0 on the main thread). */
+export function ownThreadId(): number {
+  return workerThreads().threadId;
+}
+
+/** The thread that created this one, as it told its children (0: the main thread). */
+export function parentThreadId(): number {
+  try {
+    const p = workerThreads().getEnvironmentData(PARENT_KEY);
+    return typeof p === 'number' ? p : 0;
+  } catch {
+    return 0;
+  }
+}
+
+let reportListeners: Array<(r: Report) => void> = [];
+
+function onDirectory(event: unknown): void {
+  const msg = (event as { data?: Hello | Bye | Who | Report }).data;
+  if (!msg || typeof msg !== 'object') return;
+  if (msg.op === 'hello' && msg.threadId !== ownThreadIdCached()) {
+    knownMap().set(msg.threadId, { words: new Int32Array(msg.words), parent: msg.parent });
+  } else if (msg.op === 'bye') {
+    knownMap().delete(msg.threadId);
+  } else if (msg.op === 'who') {
+    announceAgain?.();
+  } else if (msg.op === 'report') {
+    for (const l of reportListeners) l(msg);
+  }
+}
+
+let cachedThreadId: number | undefined;
+function ownThreadIdCached(): number {
+  cachedThreadId ??= ownThreadId();
+  return cachedThreadId;
+}
+
+/** Set by the Worker side: answers a 'who' with a new announcement. */
+let announceAgain: (() => void) | undefined;
+export function onWho(fn: () => void): void {
+  announceAgain = fn;
+}
+
+/** Listens on the directory (once per realm) and asks every Worker to announce itself again. */
+export function listen(): Channel {
+  const t = threadsState();
+  if (t.directory) return t.directory;
+  const ch = new BroadcastChannel(DIRECTORY) as unknown as Channel;
+  ch.onmessage = onDirectory;
+  // Listening must not keep a thread alive.
+  (ch as unknown as { unref?: () => void }).unref?.();
+  t.directory = ch;
+  ch.postMessage({ op: 'who' } satisfies Who);
+  return ch;
+}
+
+/** Tells every listening thread about this one (a Worker). */
+export function announce(hello: Hello): void {
+  listen().postMessage(hello);
+}
+
+export function sayBye(threadId: number): void {
+  try {
+    threadsState().directory?.postMessage({ op: 'bye', threadId } satisfies Bye);
+  } catch {
+    // The channel may be closed already.
+  }
+}
+
+/** Children of this realm get its id as their parent. */
+export function tellChildrenParent(threadId: number): void {
+  try {
+    workerThreads().setEnvironmentData(PARENT_KEY, threadId);
+  } catch {
+    // Older runtimes without environment data: children take the main thread as their parent.
+  }
+}
+
+export function onReport(fn: (r: Report) => void): () => void {
+  reportListeners.push(fn);
+  return () => {
+    reportListeners = reportListeners.filter((l) => l !== fn);
+  };
+}
+
+/** A thread ended (its 'exit' event, seen by its parent): it and its descendants are gone. */
+export function markGone(threadId: number): void {
+  const known = knownMap();
+  const k = known.get(threadId);
+  if (k) {
+    Atomics.store(k.words, W_STATE, GONE);
+    Atomics.notify(k.words, W_STATE);
+    known.delete(threadId);
+  }
+  for (const [id, other] of [...known]) if (other.parent === threadId) markGone(id);
+}
+
+/** What a realm arms when it makes its first Worker: the exit layer (index.ts wires it). */
+let onFirstWorker: (() => void) | undefined;
+
+function onWorkerCreated(worker: import('node:worker_threads').Worker): void {
+  const t = threadsState();
+  listen();
+  onFirstWorker?.();
+  const id = worker.threadId;
+  t.children.set(id, worker);
+  worker.once('exit', () => {
+    t.children.delete(id);
+    markGone(id);
+  });
+  applyWorkersGuard();
+}
+
+/**
+ * Every realm learns of the Workers it creates (cheap: no module is loaded for it). A realm where
+ * worker_threads is loaded already (every Worker; a main thread that made Workers before devexit
+ * loaded) listens at once. Once per realm, whichever copy of core comes first.
+ */
+export function armThreads(armExit: () => void): void {
+  onFirstWorker = armExit;
+  const t = threadsState();
+  if (t.armed) return;
+  t.armed = true;
+  process.on('worker', onWorkerCreated);
+  if (workerThreadsLoaded()) listen();
+}
+
+// ---- stopping threads ------------------------------------------------------------------------
+
+/** The threads `stopper` stops: every known one from the main thread, else its descendants. */
+export function targets(all: boolean): Array<[number, Int32Array]> {
+  const known = knownMap();
+  const out: Array<[number, Int32Array]> = [];
+  if (all) {
+    for (const [id, k] of known) out.push([id, k.words]);
+    return out;
+  }
+  const mine = new Set<number>(threadsState().children.keys());
+  // Descendants: children, then theirs (parents announce before their children can).
+  let grew = true;
+  while (grew) {
+    grew = false;
+    for (const [id, k] of known) {
+      if (!mine.has(id) && mine.has(k.parent)) {
+        mine.add(id);
+        grew = true;
+      }
+    }
+  }
+  for (const id of mine) {
+    const k = known.get(id);
+    if (k) out.push([id, k.words]);
+  }
+  return out;
+}
+
+export function knownWords(threadId: number): Int32Array | undefined {
+  return knownMap().get(threadId)?.words;
+}
+
+/** Asks a thread to stop (once: the first stop asked wins); true if it needs waiting for. */
+export function askStop(
+  threadId: number,
+  words: Int32Array,
+  mode: number,
+  code: number,
+  nativeByStopper: boolean,
+  deadline: number,
+): boolean {
+  if (Atomics.load(words, W_STATE) >= CLOSED) return false;
+  Atomics.store(words, W_CODE, code | 0);
+  Atomics.store(words, W_NATIVE, nativeByStopper ? 1 : 0);
+  // An exit or a terminate() after a shutdown asks for more (the Worker is still there, drained):
+  // it replaces the shutdown's word; otherwise the first stop asked stays.
+  if (Atomics.compareExchange(words, W_STOP, STOP_NONE, mode) === STOP_SHUTDOWN && mode !== STOP_SHUTDOWN)
+    Atomics.compareExchange(words, W_STOP, STOP_SHUTDOWN, mode);
+  // Nothing open and nothing to close: the stop word alone refuses its new sections.
+  if (Atomics.load(words, W_COUNT) === 0 && Atomics.load(words, W_NEEDS) === 0 && mode !== STOP_SHUTDOWN)
+    return false;
+  try {
+    const ch = new BroadcastChannel(channelOf(threadId));
+    ch.postMessage({ op: 'stop', deadline } satisfies StopMessage);
+    ch.close();
+  } catch {
+    // No channel: the thread sees the stop word when its sections end.
+  }
+  return true;
+}
+
+/** Whether a thread answered a stop of `mode` (its closes ran, its shutdown ended, or it is gone). */
+export function answered(words: Int32Array, mode: number): boolean {
+  const s = Atomics.load(words, W_STATE);
+  if (s === GONE || s === CLOSED) return true;
+  return mode === STOP_SHUTDOWN && s === DRAINED;
+}
+
+/** A thread still inside a critical section past the deadline. */
+export interface Stuck {
+  threadId: number;
+  open: number;
+  name: string;
+  /** The thread saw the stop (it waits for its own sections); false: it is blocked in a call. */
+  seen: boolean;
+}
+
+export function sectionName(words: Int32Array): string {
+  const n = Atomics.load(words, W_NAME_LENGTH);
+  if (n <= 0 || n > NAME_BYTES) return '';
+  const bytes = new Uint8Array(words.buffer, WORDS * 4, n);
+  return new TextDecoder().decode(bytes.slice());
+}
+
+/** Writes the name of the last section entered into this thread's words, for its stopper. */
+export function publishSectionName(words: Int32Array, name: string): void {
+  const bytes = new Uint8Array(words.buffer, WORDS * 4, NAME_BYTES);
+  const { written } = new TextEncoder().encodeInto(name.slice(0, NAME_BYTES), bytes);
+  Atomics.store(words, W_NAME_LENGTH, written ?? 0);
+}
+
+function stuckOf(list: Array<[number, Int32Array]>): Stuck[] {
+  const out: Stuck[] = [];
+  for (const [id, w] of list) {
+    const open = Atomics.load(w, W_COUNT);
+    if (open > 0 && Atomics.load(w, W_STATE) !== GONE)
+      out.push({ threadId: id, open, name: sectionName(w), seen: Atomics.load(w, W_STATE) !== RUNNING });
+  }
+  return out;
+}
+
+/**
+ * Stops `list` and waits on this thread (blocking: an exit layer) until each answered or the
+ * deadline (Date.now()) passed. Returns the threads still inside a critical section then.
+ */
+export function stopSync(
+  list: Array<[number, Int32Array]>,
+  mode: number,
+  code: number,
+  deadline: number,
+): Stuck[] {
+  const waiting: Array<[number, Int32Array]> = [];
+  for (const [id, w] of list) if (askStop(id, w, mode, code, false, deadline)) waiting.push([id, w]);
+  for (const [, w] of waiting) {
+    for (;;) {
+      const s = Atomics.load(w, W_STATE);
+      if (answered(w, mode)) break;
+      const left = deadline - Date.now();
+      if (left <= 0) break;
+      // Bounded waits: a thread that ends without a word (terminated by Node) is seen at the next look.
+      Atomics.wait(w, W_STATE, s, Math.min(left, 50));
+    }
+  }
+  return stuckOf(list);
+}
+
+/** The same, without blocking (shutdown(), terminate()): resolves with what is stuck at the end. */
+export async function stopAsync(
+  list: Array<[number, Int32Array]>,
+  mode: number,
+  code: number,
+  nativeByStopper: boolean,
+  deadline: number,
+  gone?: Promise<unknown>,
+): Promise<Stuck[]> {
+  const waiting: Array<[number, Int32Array]> = [];
+  for (const [id, w] of list)
+    if (askStop(id, w, mode, code, nativeByStopper, deadline)) waiting.push([id, w]);
+  let ended = false;
+  gone?.then(() => {
+    ended = true;
+  });
+  await Promise.all(
+    waiting.map(async ([, w]) => {
+      for (;;) {
+        const s = Atomics.load(w, W_STATE);
+        if (ended || answered(w, mode)) return;
+        const left = deadline - Date.now();
+        if (left <= 0) return;
+        const r = waitAsync(w, W_STATE, s, Math.min(left, 50));
+        // A timer keeps the loop alive while waiting (waitAsync alone does not).
+        const keep = setTimeout(() => {}, Math.min(left, 50) + 5);
+        if (r.async) await Promise.race([r.value, gone ?? r.value]);
+        clearTimeout(keep);
+      }
+    }),
+  );
+  return stuckOf(list);
+}
+
+/** The report entry and warning of a critical section still open at the deadline. */
+export function reportStuck(stuck: Stuck[], layer: string, ms: number): CloseReportEntry[] {
+  const mode = settings().report;
+  const out: CloseReportEntry[] = [];
+  for (const s of stuck) {
+    const entry: CloseReportEntry = {
+      device: { type: 'thread', typeId: 0, index: s.threadId },
+      service: `critical:${s.name || 'unnamed'}`,
+      layer,
+      ms: Math.round(ms * 1000) / 1000,
+      outcome: 'timeout',
+      pid: process.pid,
+      error: `${s.open} critical section(s) still running at the deadline${s.seen ? '' : ' (the thread did not answer: it is blocked inside a call)'}`,
+    };
+    out.push(entry);
+    coreState().report.push(entry);
+    if (mode !== 'off') writeStderr(`${formatReportLine(entry, mode)}\n`);
+  }
+  return out;
+}
+
+/** One line naming the sections that hold the process past its deadline. */
+export function stuckText(stuck: Stuck[]): string {
+  const s = settings();
+  const what = stuck
+    .map((x) => `Worker ${x.threadId} (${x.open} open${x.name ? `, the last entered: '${x.name}'` : ''})`)
+    .join(', ');
+  return `devexit: critical sections still running at the deadline (${s.timeoutMs} ms, ${s.sources.timeoutMs}): ${what}`;
+}
+
+/**
+ * Past the deadline with a Worker still inside native work: tearing its environment down would
+ * abort the process, and joining it may never end. With @devexit/native the process ends now with
+ * `code`, skipping library teardown; without it, by SIGKILL (JS cannot end a process without
+ * stopping its Workers first).
+ */
+export function endStuck(stuck: Stuck[], code: number, signal?: string): never | undefined {
+  const native = coreState().native;
+  if (settings().onTimeout !== 'exit') {
+    warn(devexitWarning(`${stuckText(stuck)}; continuing (onTimeout: 'warn')`, 'DEVEXIT_TIMEOUT'), {
+      atExit: true,
+    });
+    return undefined;
+  }
+  if (signal) {
+    // A signal started it: the process ends by that signal, as without devexit.
+    const signo = (require('node:os') as typeof import('node:os')).constants.signals[
+      signal as NodeJS.Signals
+    ];
+    if (native?.endProcess && typeof signo === 'number')
+      return native.endProcess(0, `${stuckText(stuck)}; ending the process by ${signal}\n`, signo);
+    writeStderr(`${stuckText(stuck)}; ending the process by ${signal}\n`);
+    for (const l of process.listeners(signal as NodeJS.Signals)) process.removeListener(signal, l);
+    if (process.pid === 1 && typeof signo === 'number') process.exit(128 + signo);
+    process.kill(process.pid, signal as NodeJS.Signals);
+    return undefined;
+  }
+  const text = `${stuckText(stuck)}; skipping library teardown: exiting with code ${code}\n`;
+  if (native?.endProcess) return native.endProcess(code, text);
+  writeStderr(
+    `${stuckText(stuck)}; ending the process by SIGKILL (load @devexit/native in the main thread to keep the exit code)\n`,
+  );
+  process.kill(process.pid, 'SIGKILL');
+  return undefined;
+}
+
+// ---- the opt-in for plain worker.terminate() -------------------------------------------------
+
+type Terminate = (this: import('node:worker_threads').Worker) => Promise<number>;
+let original: Terminate | undefined;
+let patched: Terminate | undefined;
+let guardTerminate: ((w: import('node:worker_threads').Worker) => Promise<number>) | undefined;
+
+/** Set by terminate.ts: what a guarded worker.terminate() calls. */
+export function setGuardTerminate(fn: (w: import('node:worker_threads').Worker) => Promise<number>): void {
+  guardTerminate = fn;
+}
+
+/** The Worker.prototype.terminate Node ships (before any patch of devexit's). */
+export function originalTerminate(): Terminate {
+  return original ?? (workerThreads().Worker.prototype.terminate as Terminate);
+}
+
+/**
+ * workers: 'guard' patches worker_threads' Worker.prototype.terminate in this realm so that a
+ * plain worker.terminate() is devexit's terminate(worker); 'off' puts Node's back. Applied when
+ * configured, and when worker_threads gets loaded (the first Worker this realm creates).
+ */
+export function applyWorkersGuard(): void {
+  if (!workerThreadsLoaded()) return;
+  const proto = workerThreads().Worker.prototype as unknown as { terminate: Terminate };
+  const want = settings().workers === 'guard';
+  if (want && proto.terminate !== patched) {
+    original ??= proto.terminate;
+    patched = function terminate(this: import('node:worker_threads').Worker) {
+      return (guardTerminate as (w: import('node:worker_threads').Worker) => Promise<number>)(this);
+    };
+    proto.terminate = patched;
+  } else if (!want && original && proto.terminate === patched) {
+    proto.terminate = original;
+  }
+}
