@@ -3,7 +3,10 @@
     {
       "target_name": "devexit_bench",
       "sources": ["addon/bench_addon.cc"],
-      "include_dirs": ["<!@(node -p \"require('@devexit/native/gyp').include_dirs\")"],
+      "include_dirs": [
+        "<!@(node -p \"require('@devexit/native/gyp').include_dirs\")",
+        "<!(node -p \"require('path').join(require.resolve('@devexit/native/package.json'), '..', 'addon')\")"
+      ],
       "defines": ["<!@(node -p \"require('@devexit/native/gyp').defines\")"],
       "cflags!": ["-fno-exceptions"],
       "cflags_cc!": ["-fno-exceptions"],

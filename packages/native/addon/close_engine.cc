@@ -61,14 +61,16 @@ int WaitAndConclude(const std::shared_ptr<Job> &job, bool end_if_nested) {
         timed_out = true;
         break;
       }
-      const size_t done_before = job->groups_done;
+      const size_t done_before = job->closes_done;
       const bool quiet = job->cv.wait_for(lock, std::chrono::nanoseconds(std::min<int64_t>(left, kGrowPollNs))) ==
                          std::cv_status::timeout;
       if (!job->inline_run) MaybeGrow(job, lock, quiet, done_before);
     }
     job->caller_returned.store(true);
-    job->cv.notify_all();  // lets the manager go
   }
+  // An explicit close: let the manager go now, so that it is parked for the next one. (At exit it
+  // sleeps out its interval: waking it would cost a context switch for nothing.)
+  if (job->inline_run && job->on_deadline == TimeoutAction::kNone) LetManagerGo();
   // A close that ran past the deadline while the manager already warned counts as timed out.
   const bool warned_by_manager = job->timeout_claimed.load();
   if (timed_out && job->timeout_claimed.exchange(true)) timed_out = false;  // the manager spoke
@@ -103,6 +105,7 @@ int NestedExit(const CloseRequest &req) {
       t.done = true;
       t.end_ns = NowNs();
       t.exit_status = req.exit_code >= 0 ? req.exit_code : -1;
+      job->closes_done++;
     }
     job->nested = true;
     if (req.exit_code >= 0) job->nested_code = req.exit_code;
@@ -189,12 +192,20 @@ int RunClose(const CloseRequest &req) {
   job->on_deadline = req.on_deadline;
   job->exit_code = req.exit_code >= 0 ? req.exit_code : -1;
   job->caller = std::this_thread::get_id();
-  for (size_t i = 0; i < taken.size(); i++) {
-    const bool same = i > 0 && taken[i].type == taken[i - 1].type && taken[i].index == taken[i - 1].index;
-    if (!same) job->groups.emplace_back();
-    Task t;
-    t.key = std::move(taken[i]);
-    job->groups.back().push_back(std::move(t));
+  job->keep_lines = req.lines_out != nullptr;
+  job->tasks = taken.size();
+  const auto same_device = [&](size_t a, size_t b) {
+    return taken[a].type == taken[b].type && taken[a].index == taken[b].index;
+  };
+  size_t devices = 0;
+  for (size_t i = 0; i < taken.size(); i++) devices += i == 0 || !same_device(i, i - 1);
+  job->groups.reserve(devices);
+  for (size_t i = 0; i < taken.size();) {
+    size_t end = i + 1;
+    while (end < taken.size() && same_device(end, i)) end++;
+    std::vector<Task> &group = job->groups.emplace_back(end - i);
+    for (size_t k = i; k < end; k++) group[k - i].key = std::move(taken[k]);
+    i = end;
   }
 
   // Where the closes run. A JS thread (the 'exit' layer, closeServices()) and an explicit caller
@@ -214,7 +225,7 @@ int RunClose(const CloseRequest &req) {
   const int failures = WaitAndConclude(job, true);
   if (req.lines_out) {
     std::lock_guard<std::mutex> lock(job->mu);
-    *req.lines_out = job->lines;
+    *req.lines_out = std::move(job->lines);
   }
   return failures;
 }

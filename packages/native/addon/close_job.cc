@@ -60,6 +60,7 @@ void RunTask(Job &job, size_t g, size_t i, bool caller) {
   t.rc = rc;
   t.end_ns = NowNs();
   t.done = true;
+  job.closes_done++;
   if (rc != 0) t.error.assign(error, strnlen(error, sizeof error));
   else t.note.assign(error, strnlen(error, sizeof error));
 }
@@ -97,12 +98,14 @@ size_t StartPullers(const std::shared_ptr<Job> &job, size_t want) {
 }
 
 // Called with job->mu held after a poll: adds pullers when every puller is inside a close (as
-// many groups claimed as pullers, so none is merely slow to start) and no device finished for a
-// whole poll interval while others wait. Doubling: a few slow devices do not cost 64 starts.
+// many groups claimed as pullers, so none is merely slow to start) and no close finished for a
+// whole poll interval while devices wait. (Closes that each take a few context switches, such as
+// stopping idle service threads, keep finishing: more threads would only share the same cores.)
+// Doubling: a few slow devices do not cost 64 starts.
 void MaybeGrow(const std::shared_ptr<Job> &job, std::unique_lock<std::mutex> &lock, bool quiet,
                size_t done_before) {
   const size_t claimed = std::min(job->next.load(), job->groups.size());
-  if (!quiet || job->groups_done != done_before || claimed < job->pullers || claimed >= job->groups.size()) return;
+  if (!quiet || job->closes_done != done_before || claimed < job->pullers || claimed >= job->groups.size()) return;
   const size_t want = std::min(
       {job->groups.size() - claimed, job->pullers, kMaxCloseThreads - std::min(job->pullers, kMaxCloseThreads)});
   lock.unlock();
@@ -163,8 +166,9 @@ int Conclude(Job &job, bool timed_out, bool late_is_timeout) {
   {
     std::lock_guard<std::mutex> lock(job.mu);
     const int64_t now = NowNs();
-    pending = PendingList(job);
+    if (timed_out) pending = PendingList(job);
     code = EndCode(job);
+    lines.reserve(job.tasks);
     for (auto &group : job.groups) {
       for (Task &t : group) {
         ReportLine r;
@@ -195,7 +199,7 @@ int Conclude(Job &job, bool timed_out, bool late_is_timeout) {
   // Exit layers report failures on stderr themselves; the explicit JS call through warnings.
   const bool exit_layer = job.on_deadline != TimeoutAction::kNone;
   std::string out = ReportText(lines, exit_layer);
-  {
+  if (job.keep_lines) {
     std::lock_guard<std::mutex> lock(job.mu);
     job.lines = lines;
   }
@@ -217,13 +221,51 @@ int Conclude(Job &job, bool timed_out, bool late_is_timeout) {
 
 namespace {
 
+// A manager thread started with the first registration and parked until an exit needs it, so
+// that starting one is not on the exit path. A second job while it is busy gets a fresh thread.
+struct Managers {
+  std::mutex mu;
+  std::condition_variable cv;        // a job handed to the parked thread
+  std::condition_variable watch_cv;  // an explicit close done: the manager may go (see Manage)
+  std::weak_ptr<Job> job;      // handed over: the caller owns it (and frees it on its thread)
+  bool handed = false;
+  bool parked_thread = false;  // started and idle
+  bool started = false;
+};
+Managers &M() {
+  static Managers &m = *new Managers();
+  return m;
+}
+
 // Inline runs only: grows the pullers while the caller is busy in a close, and acts at the
-// deadline if the caller is stuck inside one (the caller handles it whenever it is waiting).
-void Manage(std::shared_ptr<Job> job) {
-  std::unique_lock<std::mutex> lock(job->mu);
-  while (!job->caller_returned.load() && job->groups_done < job->groups.size()) {
-    const int64_t left = job->deadline_ns - NowNs();
-    if (left <= 0) {
+// deadline if the caller is stuck inside one (the caller handles it whenever it is waiting). It
+// waits between checks on a condition variable of its own, takes the job's lock only to check, and
+// holds the job only while checking: an exit layer whose closes are quick costs one wake-up (the
+// hand-over) and no context switch on the caller, who neither wakes it again nor meets it on the
+// job's lock, and whose thread frees the job (not this one, later, during the process's teardown).
+// An explicit close wakes it when done, so that it is parked again for the next one.
+void Manage(const std::weak_ptr<Job> &watched) {
+  size_t done_before = 0;  // at the hand-over, about none
+  for (;;) {
+    int64_t left;
+    {
+      const std::shared_ptr<Job> job = watched.lock();
+      if (!job) return;
+      left = job->deadline_ns - NowNs();
+    }
+    if (left > 0) {
+      Managers &m = M();
+      std::unique_lock<std::mutex> idle(m.mu);
+      m.watch_cv.wait_for(idle, std::chrono::nanoseconds(std::min<int64_t>(left, kGrowPollNs)), [&] {
+        const std::shared_ptr<Job> job = watched.lock();
+        return !job || job->caller_returned.load();
+      });
+    }
+    const std::shared_ptr<Job> job = watched.lock();
+    if (!job) return;
+    std::unique_lock<std::mutex> lock(job->mu);
+    if (job->caller_returned.load() || job->groups_done >= job->groups.size()) return;
+    if (NowNs() >= job->deadline_ns) {
       if (!job->caller_in_close.load() || job->timeout_claimed.exchange(true)) return;
       const int code = EndCode(*job);
       const bool end = job->on_deadline != TimeoutAction::kNone && OnTimeoutPolicy() == kTimeoutExit && code >= 0;
@@ -237,37 +279,23 @@ void Manage(std::shared_ptr<Job> job) {
       WriteStderr(DeadlineText(pending, false, code, job->on_deadline));
       return;
     }
-    const size_t done_before = job->groups_done;
-    const bool quiet = job->cv.wait_for(lock, std::chrono::nanoseconds(std::min<int64_t>(left, kGrowPollNs))) ==
-                       std::cv_status::timeout;
-    MaybeGrow(job, lock, quiet, done_before);
+    // Quiet: no close finished during the last interval.
+    MaybeGrow(job, lock, job->closes_done == done_before, done_before);
+    done_before = job->closes_done;
   }
-}
-
-// A manager thread started with the first registration and parked until an exit needs it, so
-// that starting one is not on the exit path. A second job while it is busy gets a fresh thread.
-struct Managers {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::shared_ptr<Job> job;
-  bool parked_thread = false;  // started and idle
-  bool started = false;
-};
-Managers &M() {
-  static Managers &m = *new Managers();
-  return m;
 }
 
 void ParkedManager() {
   Managers &m = M();
   std::unique_lock<std::mutex> lock(m.mu);
   for (;;) {
-    m.cv.wait(lock, [&] { return m.job != nullptr; });
-    std::shared_ptr<Job> job = std::move(m.job);
-    m.job = nullptr;
+    m.cv.wait(lock, [&] { return m.handed; });
+    const std::weak_ptr<Job> job = std::move(m.job);
+    m.job.reset();
+    m.handed = false;
     m.parked_thread = false;
     lock.unlock();
-    Manage(std::move(job));
+    Manage(job);
     lock.lock();
     m.parked_thread = true;
   }
@@ -278,18 +306,25 @@ void ParkedManager() {
 void HandToManager(const std::shared_ptr<Job> &job) {
   Managers &m = M();
   {
-    std::lock_guard<std::mutex> lock(m.mu);
-    if (m.parked_thread && m.job == nullptr) {
+    std::unique_lock<std::mutex> lock(m.mu);
+    if (m.parked_thread && !m.handed) {
       m.job = job;
-      m.cv.notify_one();
+      m.handed = true;
+      lock.unlock();
+      m.cv.notify_one();  // after unlocking: the manager does not wake into a held lock
       return;
     }
   }
   try {
-    std::thread(Manage, job).detach();
+    std::thread([watched = std::weak_ptr<Job>(job)] { Manage(watched); }).detach();
   } catch (...) {
     // No manager: the caller still runs every close, only without a watchdog.
   }
+}
+
+void LetManagerGo() {
+  { std::lock_guard<std::mutex> lock(M().mu); }
+  M().watch_cv.notify_all();
 }
 
 void StartParkedManager() {

@@ -33,11 +33,14 @@ struct Job : std::enable_shared_from_this<Job> {
   std::mutex mu;
   std::condition_variable cv;
   size_t groups_done = 0;
+  size_t closes_done = 0;  // progress, for growing the pullers: a close finished
   size_t pullers = 0;  // threads taking groups (the caller counts when it runs inline); under mu
   int64_t deadline_ns = 0;
   int64_t call_deadline_ns = 0;  // what each close is told, when not deadline_ns (shutdown's drain)
   std::string layer;
-  std::vector<ReportLine> lines;  // the report, once concluded
+  size_t tasks = 0;               // closes in all groups
+  bool keep_lines = false;        // the caller wants the report lines (lines, once concluded)
+  std::vector<ReportLine> lines;
   bool inline_run = false;  // the caller takes groups too (a JS thread or an explicit close)
   std::thread::id caller;
   TimeoutAction on_deadline = TimeoutAction::kNone;
@@ -64,11 +67,14 @@ int EndCode(const Job &job);
 void FinishGroup(Job &job, size_t g, size_t from, bool caller);
 void RunGroups(const std::shared_ptr<Job> &job, bool caller);
 size_t StartPullers(const std::shared_ptr<Job> &job, size_t want);
+// Adds pullers when no close finished for a whole poll interval (done_before: closes_done then).
 void MaybeGrow(const std::shared_ptr<Job> &job, std::unique_lock<std::mutex> &lock, bool quiet, size_t done_before);
 // Records and prints what a job did; past the deadline, warns and (per onTimeout) ends the
 // process. Returns the number of closes not ok.
 int Conclude(Job &job, bool timed_out, bool late_is_timeout);
 // Inline runs: a manager thread grows the pullers and acts at the deadline if the caller is stuck.
 void HandToManager(const std::shared_ptr<Job> &job);
+// An explicit close is done: its manager stops watching now (it is parked again for the next one).
+void LetManagerGo();
 
 }  // namespace devexit

@@ -78,7 +78,7 @@ size_t TakeWarnings(char *buf, size_t size);
 struct Entry {
   devexit_close_fn close;
   void *ctx;
-  uint64_t seq;
+  uint64_t seq;  // registration order among the closes taken together (younger: larger)
 };
 struct Taken {
   uint16_t type;

@@ -1,40 +1,59 @@
-// The registrations' table: (device type, device index, service) -> Entry, O(1) per operation
-// at any size. Why not std::unordered_map: a node allocation per key and rehashes that chase
-// every node made registration cost grow with the number of keys (130 ns per key at 1k, 600+ at
-// 100k, measured in tooling/bench). Here records are appended in registration order into chunks
-// that never move, and an open-addressing index finds them. The index probes one byte per slot
-// (a 7-bit tag of the hash): at a million keys that is 2 MiB, which stays in cache, where 8-byte
-// slots (16 MiB) cost a memory round trip per registration (~130 ns here). The slots' record
-// numbers (4 bytes each) are read only on a tag match and written once per insert; growing
-// re-reads only the records' stored hashes. What is left at a million keys is the memory: the
-// probe of the 2 MiB of tags misses the cache once the records stream through it (see
-// tooling/bench's registration rows and the README's performance notes).
+// The registrations' table: (device type, device index, service) -> close, O(1) per operation
+// at any size. Why this shape (tooling/bench's registration rows measure each piece):
+// - Records are appended in registration order into chunks that never move, 32 bytes each; the
+//   service names go into an append-only arena beside them. (std::unordered_map costs a node
+//   allocation per key and rehashes that chase every node: 130 ns per key at 1k, 600+ at 100k.)
+// - The index is one 4-byte word per slot, 7 bits of the hash (the tag) and the record's number:
+//   an insert reads and writes one cache line of it, and only a matching tag reads a record.
+//   (Separate tag and record-number arrays cost two random lines per insert.)
+// - The caller hashes the key and prefetches its slot before taking the registry's lock
+//   (Prefetch): the lock's atomic instructions wait for the stores in flight, not for that line.
+// - ~45 bytes per key at a million keys (32 of record, ~8 of name, 4-8 of index; was ~110): half
+//   the pages to fault in, and an 8 MiB index.
+// What is left at a million keys is the memory's latency on the insert's one index line, which
+// the lock keeps from overlapping with the next insert's (the bare index, without lock or
+// records, grows as much from 1k to 1M keys on a loaded machine).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
-#include <algorithm>
+#include <cstdlib>
 #include <cstring>
-#include <new>
 #include <functional>
-#include <memory>
-#include <string>
+#include <new>
 #include <string_view>
-#include <utility>
 #include <vector>
 
-#include "internal.h"
+#include "devexit.h"
 
 namespace devexit {
 
 class KeyTable {
  public:
   struct Record {
-    uint64_t hash = 0;
-    uint16_t type = 0;
-    uint32_t index = 0;
-    std::string service;
-    Entry entry{};  // entry.close == nullptr: erased
+    devexit_close_fn close;  // nullptr: erased
+    void *ctx;
+    uint32_t index;
+    uint32_t name;      // where the NUL-terminated service name starts in the name chunks
+    uint32_t hash;      // the hash's low bits: the record's slot when re-indexing
+    uint16_t type;
+    uint8_t name_size;  // <= DEVEXIT_MAX_NAME
+    uint8_t tag;
   };
+  static_assert(sizeof(Record) == 32, "two records per cache line");
+
+  // Record numbers take 25 bits of a slot: at most this many registrations at once (32 GiB of
+  // address space before that; registering more returns DEVEXIT_ERR_NOMEM).
+  static constexpr size_t kMaxRecords = size_t{1} << 25;
+
+  KeyTable() = default;
+  KeyTable(const KeyTable &) = delete;
+  KeyTable &operator=(const KeyTable &) = delete;
+  ~KeyTable() {
+    std::free(slots_);
+    for (Record *c : chunks_) std::free(c);
+    for (char *c : names_) std::free(c);
+  }
 
   static uint64_t Hash(uint16_t type, uint32_t index, std::string_view service) {
     uint64_t h = std::hash<std::string_view>()(service);
@@ -44,31 +63,44 @@ class KeyTable {
     return h ^ (h >> 32);
   }
 
-  // Adds the key with `entry` (entry.close must be set); false if the key is there (then
-  // nothing changes). May throw std::bad_alloc, before changing anything.
-  bool Insert(uint16_t type, uint32_t index, std::string_view service, const Entry &entry) {
-    const uint64_t h = Hash(type, index, service);
-    // The slot's record number is written below, most likely at the first slot probed: start
-    // fetching its line now, so the probe and the record's writes overlap the miss.
-    if (!ctrl_.empty()) __builtin_prefetch(&refs_[h & (ctrl_.size() - 1)], 1);
-    if (Find(h, type, index, service) != kNone) return false;
-    Reserve();  // may throw: nothing changed yet
-    Record &r = Append();
-    r.hash = h;
-    r.type = type;
+  // Starts fetching the slot line of `hash`. Any thread, without the table's lock: it reads one
+  // atomic word, and a stale one only fetches a line for nothing.
+  void Prefetch(uint64_t hash) const {
+    const uintptr_t hint = hint_.load(std::memory_order_relaxed);
+    if (hint == 0) return;
+    const auto *slots = reinterpret_cast<const uint32_t *>(hint & ~kHintBits);
+    __builtin_prefetch(slots + (hash & ((size_t{1} << (hint & kHintBits)) - 1)), 1);
+  }
+
+  // Adds the key (close must be set); false if the key is there (then nothing changes). May
+  // throw std::bad_alloc, before changing anything.
+  bool Insert(uint64_t hash, uint16_t type, uint32_t index, std::string_view service, devexit_close_fn close,
+              void *ctx) {
+    if (Find(hash, type, index, service) != kNone) return false;
+    Reserve(service.size());  // may throw: nothing changed yet
+    const uint32_t number = static_cast<uint32_t>(used_++);
+    Record &r = At(number);
+    r.close = close;
+    r.ctx = ctx;
     r.index = index;
-    r.service.assign(service.data(), service.size());  // may throw: the record stays erased
-    r.entry = entry;
-    Place(h, static_cast<uint32_t>(used_ - 1));
+    r.type = type;
+    r.hash = static_cast<uint32_t>(hash);
+    r.tag = Tag(hash);
+    r.name_size = static_cast<uint8_t>(service.size());
+    r.name = AppendName(service);
+    Place(r.hash, r.tag, number);
     live_++;
+    // Records and names are written in order: fetch the lines of the next few ahead of time.
+    if (number % kChunk + 4 < kChunk) __builtin_prefetch(&r + 4, 1);
+    if (name_used_ + 128 < kNameChunk) __builtin_prefetch(names_[name_chunk_] + name_used_ + 128, 1);
     return true;
   }
 
-  bool Erase(uint16_t type, uint32_t index, std::string_view service) {
-    const size_t slot = Find(Hash(type, index, service), type, index, service);
+  bool Erase(uint64_t hash, uint16_t type, uint32_t index, std::string_view service) {
+    const size_t slot = Find(hash, type, index, service);
     if (slot == kNone) return false;
-    At(refs_[slot]).entry.close = nullptr;
-    ctrl_[slot] = kDead;
+    At(slots_[slot] & kNumberMask).close = nullptr;
+    slots_[slot] = kDead;
     dead_slots_++;
     live_--;
     return true;
@@ -76,115 +108,160 @@ class KeyTable {
 
   size_t size() const { return live_; }
 
-  // Live records, oldest first.
+  // Sizes the index for `keys` keys at once (tooling/bench's pre-sized variant: what growing
+  // costs). May throw std::bad_alloc, changing nothing.
+  void ReserveIndex(size_t keys) {
+    size_t size = capacity_ > 1024 ? capacity_ : 1024;
+    while (size < (keys + 1) * 2) size *= 2;
+    if (size > capacity_) Reindex(size);
+  }
+
+  // Live records, oldest first: fn(const Record &, std::string_view service, size_t order), where
+  // order grows with the registration's age (younger: larger).
   template <typename Fn>
   void ForEach(Fn &&fn) {
     for (size_t i = 0; i < used_; i++) {
-      Record &r = At(i);
-      if (r.entry.close) fn(r);
+      const Record &r = At(i);
+      if (r.close) fn(r, std::string_view(NameAt(r.name), r.name_size), i);
     }
   }
 
   // Forgets every record; keeps the memory for the next registrations.
   void Clear() {
-    for (size_t i = 0; i < used_; i++) {
-      Record &r = At(i);
-      r.entry.close = nullptr;
-      r.service.clear();
-    }
-    std::fill(ctrl_.begin(), ctrl_.end(), kEmpty);
+    if (slots_) std::memset(slots_, 0, capacity_ * sizeof(uint32_t));
     used_ = live_ = dead_slots_ = 0;
+    name_chunk_ = name_used_ = 0;
   }
 
  private:
-  static constexpr size_t kChunkBits = 10;  // 1024 records a chunk
-  static constexpr size_t kChunk = size_t{1} << kChunkBits;
-  static constexpr uint8_t kEmpty = 0, kDead = 1;  // else 0x80 | 7 bits of the hash
+  static constexpr size_t kChunk = 1024;                   // records per chunk (32 KiB)
+  static constexpr size_t kNameChunk = size_t{1} << 16;    // bytes per name chunk
+  static constexpr uint32_t kNumberBits = 25;
+  static constexpr uint32_t kNumberMask = (uint32_t{1} << kNumberBits) - 1;
+  static constexpr uint32_t kEmpty = 0, kDead = 1;        // tag 0; live slots have tag 1..127
   static constexpr size_t kNone = ~size_t{0};
-  static uint8_t Tag(uint64_t h) { return static_cast<uint8_t>(0x80 | (h >> 57)); }
+  static constexpr uintptr_t kHintBits = 63;               // log2(capacity) in the slots' low bits
+  static_assert(kMaxRecords == size_t{1} << kNumberBits, "");
 
-  Record &At(size_t i) { return chunks_[i >> kChunkBits][i & (kChunk - 1)]; }
+  static uint8_t Tag(uint64_t h) {
+    const auto t = static_cast<uint8_t>(h >> 57);
+    return t ? t : 1;
+  }
 
-  size_t Find(uint64_t h, uint16_t type, uint32_t index, std::string_view service) {
-    if (ctrl_.empty()) return kNone;
-    const size_t mask = ctrl_.size() - 1;
-    const uint8_t tag = Tag(h);
-    for (size_t s = h & mask;; s = (s + 1) & mask) {
-      const uint8_t c = ctrl_[s];
-      if (c == kEmpty) return kNone;
-      if (c == tag) {
-        const Record &r = At(refs_[s]);
-        if (r.type == type && r.index == index && r.service == service) return s;
-      }
+  Record &At(size_t i) { return chunks_[i / kChunk][i % kChunk]; }
+  const char *NameAt(uint32_t at) const { return names_[at >> 16] + (at & 0xFFFF); }
+
+  size_t Find(uint64_t hash, uint16_t type, uint32_t index, std::string_view service) {
+    if (!slots_) return kNone;
+    const size_t mask = capacity_ - 1;
+    const uint32_t tag = Tag(hash);
+    for (size_t s = hash & mask;; s = (s + 1) & mask) {
+      const uint32_t v = slots_[s];
+      if (v == kEmpty) return kNone;
+      if (v >> kNumberBits != tag) continue;
+      const Record &r = At(v & kNumberMask);
+      if (r.type == type && r.index == index && r.name_size == service.size() &&
+          std::memcmp(NameAt(r.name), service.data(), service.size()) == 0)
+        return s;
     }
   }
 
-  void Place(uint64_t h, uint32_t record) {
-    const size_t mask = ctrl_.size() - 1;
-    size_t s = h & mask;
-    while (ctrl_[s] >= 0x80) s = (s + 1) & mask;
-    if (ctrl_[s] == kDead) dead_slots_--;
-    ctrl_[s] = Tag(h);
-    refs_[s] = record;
+  void Place(uint32_t hash, uint8_t tag, uint32_t number) {
+    const size_t mask = capacity_ - 1;
+    size_t s = hash & mask;
+    while (slots_[s] >> kNumberBits) s = (s + 1) & mask;
+    if (slots_[s] == kDead) dead_slots_--;
+    slots_[s] = uint32_t{tag} << kNumberBits | number;
   }
 
-  // Room for one more record and one more slot. The index stays at most half full, erased
-  // slots included (they lengthen probes); a re-index leaves it at most a quarter full, so the
-  // next one is at least a quarter of its size away: O(1) amortised, also for open/close cycles.
-  void Reserve() {
-    if (used_ >= UINT32_MAX) throw std::bad_alloc();
+  uint32_t AppendName(std::string_view service) {
+    char *at = names_[name_chunk_] + name_used_;
+    std::memcpy(at, service.data(), service.size());
+    at[service.size()] = '\0';
+    const auto where = static_cast<uint32_t>(name_chunk_ << 16 | name_used_);
+    name_used_ += service.size() + 1;
+    return where;
+  }
+
+  // Room for one more record, its name and its slot. The index stays at most half full, erased
+  // slots included (they lengthen probes); a re-index leaves it at most a third full, so the next
+  // one is at least a sixth of its size away: O(1) amortised, also for open/close cycles.
+  void Reserve(size_t name_size) {
     // Mostly erased records (services opened and closed again and again): compact them.
     if (used_ >= kChunk && live_ * 2 < used_) Compact();
-    if (used_ == chunks_.size() * kChunk) chunks_.emplace_back(new Record[kChunk]);
-    if ((live_ + dead_slots_ + 1) * 2 > ctrl_.size()) {
-      size_t size = std::max<size_t>(ctrl_.size(), 1024);
-      while (size < (live_ + 1) * 4) size *= 2;
+    if (used_ >= kMaxRecords) throw std::bad_alloc();
+    if (used_ == chunks_.size() * kChunk) {
+      chunks_.reserve(chunks_.size() + 1);
+      auto *chunk = static_cast<Record *>(std::malloc(kChunk * sizeof(Record)));
+      if (!chunk) throw std::bad_alloc();
+      chunks_.push_back(chunk);
+    }
+    if (names_.empty() || name_used_ + name_size + 1 > kNameChunk) {
+      const size_t next = names_.empty() ? 0 : name_chunk_ + 1;
+      if (next == names_.size()) {
+        names_.reserve(names_.size() + 1);
+        auto *chunk = static_cast<char *>(std::malloc(kNameChunk));
+        if (!chunk) throw std::bad_alloc();
+        names_.push_back(chunk);
+      }
+      name_chunk_ = next;  // what is left of the previous chunk stays unused
+      name_used_ = 0;
+    }
+    if ((live_ + dead_slots_ + 1) * 2 > capacity_) {
+      size_t size = capacity_ > 1024 ? capacity_ : 1024;
+      while (size < (live_ + 1) * 3) size *= 2;
       Reindex(size);
     }
   }
 
-  Record &Append() { return At(used_++); }
-
   void Reindex(size_t size) {
-    std::vector<uint8_t> ctrl(size, kEmpty);  // may throw: the old index stays
-    std::vector<uint32_t> refs(size);
-    ctrl_.swap(ctrl);
-    refs_.swap(refs);
+    auto *slots = static_cast<uint32_t *>(std::aligned_alloc(64, size * sizeof(uint32_t)));
+    if (!slots) throw std::bad_alloc();  // the old index stays
+    std::memset(slots, 0, size * sizeof(uint32_t));
+    std::free(slots_);
+    slots_ = slots;
+    capacity_ = size;
     dead_slots_ = 0;
     for (size_t i = 0; i < used_; i++) {
       const Record &r = At(i);
-      if (r.entry.close) Place(r.hash, static_cast<uint32_t>(i));
+      if (r.close) Place(r.hash, r.tag, static_cast<uint32_t>(i));
     }
+    hint_.store(reinterpret_cast<uintptr_t>(slots_) | static_cast<uintptr_t>(__builtin_ctzll(size)),
+                std::memory_order_relaxed);
   }
 
-  // Moves the live records to the front, in order, and re-indexes them.
+  // Moves the live records and their names to the front, in order, and re-indexes them. Names
+  // only move towards the front (each chunk was filled in record order), so it needs no memory.
   void Compact() {
-    size_t to = 0;
+    size_t to = 0, chunk = 0, used = 0;
     for (size_t i = 0; i < used_; i++) {
-      Record &r = At(i);
-      if (!r.entry.close) continue;
-      if (to != i) {
-        Record &dst = At(to);
-        dst.hash = r.hash;
-        dst.type = r.type;
-        dst.index = r.index;
-        dst.service.swap(r.service);
-        dst.entry = r.entry;
-        r.entry.close = nullptr;
+      Record r = At(i);
+      if (!r.close) continue;
+      if (used + r.name_size + 1 > kNameChunk) {
+        chunk++;
+        used = 0;
       }
-      to++;
+      std::memmove(names_[chunk] + used, NameAt(r.name), r.name_size + 1);
+      r.name = static_cast<uint32_t>(chunk << 16 | used);
+      used += r.name_size + 1;
+      At(to++) = r;
     }
-    for (size_t i = to; i < used_; i++) At(i).service.clear();
     used_ = to;
-    std::fill(ctrl_.begin(), ctrl_.end(), kEmpty);
+    name_chunk_ = chunk;
+    name_used_ = used;
+    std::memset(slots_, 0, capacity_ * sizeof(uint32_t));
     dead_slots_ = 0;
-    for (size_t i = 0; i < used_; i++) Place(At(i).hash, static_cast<uint32_t>(i));
+    for (size_t i = 0; i < used_; i++) Place(At(i).hash, At(i).tag, static_cast<uint32_t>(i));
   }
 
-  std::vector<uint8_t> ctrl_;                      // a power of two, or empty
-  std::vector<uint32_t> refs_;                     // the record of each slot whose tag is set
-  std::vector<std::unique_ptr<Record[]>> chunks_;  // records never move between compactions
-  size_t used_ = 0;                                // records appended since the last clear
+  uint32_t *slots_ = nullptr;       // capacity_ words: a power of two, or none yet
+  size_t capacity_ = 0;
+  std::atomic<uintptr_t> hint_{0};  // slots_ | log2(capacity_), for Prefetch without the lock
+  std::vector<Record *> chunks_;    // records never move between compactions
+  std::vector<char *> names_;       // name chunks; names_[name_chunk_] is being filled
+  size_t name_chunk_ = 0;
+  size_t name_used_ = 0;
+  size_t used_ = 0;  // records appended since the last clear
   size_t live_ = 0;
   size_t dead_slots_ = 0;
 };

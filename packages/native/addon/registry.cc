@@ -20,7 +20,7 @@ constexpr uint32_t kShutdownBit = 2;
 struct Registrations {
   std::mutex mu;
   KeyTable entries;
-  uint64_t seq = 0;
+  bool registered = false;  // a first registration happened
   std::atomic<uint32_t> exiting{0};
 
   std::mutex types_mu;
@@ -43,18 +43,23 @@ bool ValidName(const char *s) { return NameLength(s) > 0; }
 int AbiRegister(devexit_device_id device, const char *service, devexit_close_fn close, void *ctx) {
   const size_t len = NameLength(service);
   if (!close || len == 0) return DEVEXIT_ERR_INVALID;
+  const std::string_view name(service, len);
+  // Hashed, and its slot fetched, before the lock: the lock's atomic instructions wait for the
+  // memory traffic in flight, so what is fetched before them is not waited for inside.
+  const uint64_t hash = KeyTable::Hash(device.type, device.index, name);
   Registrations &r = Reg();
+  r.entries.Prefetch(hash);
   bool first;
   {
     std::lock_guard<std::mutex> lock(r.mu);
     if (r.exiting.load()) return DEVEXIT_ERR_EXITING;
     try {
-      if (!r.entries.Insert(device.type, device.index, std::string_view(service, len), Entry{close, ctx, r.seq + 1}))
-        return DEVEXIT_ALREADY_REGISTERED;
+      if (!r.entries.Insert(hash, device.type, device.index, name, close, ctx)) return DEVEXIT_ALREADY_REGISTERED;
     } catch (const std::bad_alloc &) {
       return DEVEXIT_ERR_NOMEM;
     }
-    first = ++r.seq == 1;
+    first = !r.registered;
+    r.registered = true;
   }
   if (first) StartParkedManager();
   return DEVEXIT_OK;
@@ -63,9 +68,11 @@ int AbiRegister(devexit_device_id device, const char *service, devexit_close_fn 
 int AbiForget(devexit_device_id device, const char *service) {
   const size_t len = NameLength(service);
   if (len == 0) return DEVEXIT_ERR_INVALID;
+  const std::string_view name(service, len);
+  const uint64_t hash = KeyTable::Hash(device.type, device.index, name);
   Registrations &r = Reg();
   std::lock_guard<std::mutex> lock(r.mu);
-  return r.entries.Erase(device.type, device.index, std::string_view(service, len)) ? DEVEXIT_OK : DEVEXIT_NOT_FOUND;
+  return r.entries.Erase(hash, device.type, device.index, name) ? DEVEXIT_OK : DEVEXIT_NOT_FOUND;
 }
 
 // Bit 0 only: bit 1 (shutdown() draining) refuses registrations but keeps JS reachable.
@@ -126,7 +133,9 @@ std::vector<Taken> TakeAll(bool mark_exiting) {
   std::lock_guard<std::mutex> lock(r.mu);
   if (mark_exiting) r.exiting.fetch_or(kExitingBit);
   out.reserve(r.entries.size());
-  r.entries.ForEach([&](KeyTable::Record &rec) { out.push_back(Taken{rec.type, rec.index, std::move(rec.service), rec.entry}); });
+  r.entries.ForEach([&](const KeyTable::Record &rec, std::string_view service, size_t order) {
+    out.push_back(Taken{rec.type, rec.index, std::string(service), Entry{rec.close, rec.ctx, order}});
+  });
   r.entries.Clear();
   return out;
 }

@@ -104,6 +104,7 @@ std::string ReportText(const std::vector<ReportLine> &lines, bool failures) {
 void RecordReport(std::vector<ReportLine> lines) {
   Report &r = R();
   std::lock_guard<std::mutex> lock(r.mu);
+  r.lines.reserve(r.lines.size() + lines.size());
   for (auto &l : lines) r.lines.push_back(std::move(l));
 }
 

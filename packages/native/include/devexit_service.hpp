@@ -281,7 +281,11 @@ class ServiceThread {
         queue_.clear();
       }
       stop_ = true;
+      // Woken with the lock released, the thread runs at once instead of waking into a held
+      // lock and sleeping again: one wake-up of an idle service, not two.
+      lock.unlock();
       work_cv_.notify_all();
+      lock.lock();
       auto deadline = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(ctx.deadline_ns));
       if (!done_cv_.wait_until(lock, deadline, [this] { return phase_ == kStopped; })) {
         // Keep the dropped commands for the caller that finally joins: they may refer to what

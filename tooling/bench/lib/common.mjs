@@ -44,7 +44,8 @@ export function nodeJson(args, { env = {}, timeout = 60_000 } = {}) {
 /**
  * A child whose exit is timed from outside: it prints `exitAt <epoch ms>` (performance.timeOrigin
  * + now) just before it calls process.exit(); the parent takes the time it sees the child gone.
- * Resolves { exitMs, wallMs, out }.
+ * Resolves { exitMs, wallMs, out } once the child's output is all read (what it prints while
+ * exiting may arrive after its exit is seen).
  */
 export function timedExit(args, { env = {}, timeout = 60_000 } = {}) {
   return new Promise((resolve, reject) => {
@@ -64,8 +65,11 @@ export function timedExit(args, { env = {}, timeout = 60_000 } = {}) {
       err += d;
     });
     c.on('error', reject);
-    c.on('exit', (code, signal) => {
-      const gone = performance.timeOrigin + performance.now();
+    let gone = 0;
+    c.on('exit', () => {
+      gone = performance.timeOrigin + performance.now();
+    });
+    c.on('close', (code, signal) => {
       clearTimeout(timer);
       const at = /exitAt (\S+)/.exec(out);
       if (code !== 0 || !at) {

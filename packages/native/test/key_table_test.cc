@@ -1,0 +1,109 @@
+// The registry's key table against a plain model (std::map + registration order), through random
+// inserts, duplicate inserts, erases, clears and the compactions and re-indexes they cause, with
+// names up to the maximum length so that name chunks fill and roll over. Built and run by
+// keyTable.test.ts (with AddressSanitizer where the compiler has it). Prints "ok <checks>".
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "key_table.h"
+
+namespace {
+
+using Key = std::tuple<uint16_t, uint32_t, std::string>;
+
+int Close(void *, const devexit_close_call_v1 *) { return 0; }
+int OtherClose(void *, const devexit_close_call_v1 *) { return 1; }
+
+long checks = 0;
+void Expect(bool ok, const char *what, long step) {
+  checks++;
+  if (ok) return;
+  std::fprintf(stderr, "FAILED at step %ld: %s\n", step, what);
+  std::exit(1);
+}
+
+struct Model {
+  std::map<Key, std::pair<void *, uint64_t>> live;  // ctx, registration number
+  uint64_t next = 0;
+};
+
+// Every live record, in registration order, with its context; the order numbers increase.
+void Compare(devexit::KeyTable &t, const Model &m, long step) {
+  Expect(t.size() == m.live.size(), "size", step);
+  std::vector<std::pair<uint64_t, Key>> expected;
+  for (const auto &[key, v] : m.live) expected.push_back({v.second, key});
+  std::sort(expected.begin(), expected.end());
+  size_t i = 0;
+  size_t last_order = 0;
+  bool first = true;
+  t.ForEach([&](const devexit::KeyTable::Record &r, std::string_view service, size_t order) {
+    Expect(i < expected.size(), "no more records than keys", step);
+    const Key &k = expected[i].second;
+    Expect(r.type == std::get<0>(k) && r.index == std::get<1>(k) && service == std::get<2>(k), "registration order", step);
+    Expect(r.close == Close, "close kept", step);
+    Expect(r.ctx == m.live.at(k).first, "context kept", step);
+    Expect(service.data()[service.size()] == '\0', "names are NUL-terminated", step);
+    Expect(first || order > last_order, "order numbers grow", step);
+    first = false;
+    last_order = order;
+    i++;
+  });
+  Expect(i == expected.size(), "every key listed", step);
+}
+
+std::string Name(std::mt19937_64 &rng, uint32_t pool) {
+  const uint32_t n = static_cast<uint32_t>(rng() % pool);
+  // Lengths 1..64: the longest fill a 64 KiB name chunk in ~1000 names.
+  const size_t len = 1 + n % DEVEXIT_MAX_NAME;
+  std::string s(len, 'a' + static_cast<char>(n % 26));
+  const std::string id = std::to_string(n);
+  s.replace(0, std::min(len, id.size()), id.substr(0, std::min(len, id.size())));
+  return s;
+}
+
+void Run(uint64_t seed, long steps, uint32_t pool, int erase_percent) {
+  std::mt19937_64 rng(seed);
+  devexit::KeyTable t;
+  Model m;
+  for (long step = 0; step < steps; step++) {
+    const uint16_t type = static_cast<uint16_t>(1 + rng() % 3);
+    const uint32_t index = static_cast<uint32_t>(rng() % 5);
+    const std::string name = Name(rng, pool);
+    const Key key{type, index, name};
+    const uint64_t hash = devexit::KeyTable::Hash(type, index, name);
+    t.Prefetch(hash);
+    const int op = static_cast<int>(rng() % 100);
+    if (op < erase_percent) {
+      const bool had = m.live.erase(key) > 0;
+      Expect(t.Erase(hash, type, index, name) == had, "erase finds exactly the live keys", step);
+    } else if (op == 99 && rng() % 50 == 0) {
+      t.Clear();
+      m.live.clear();
+    } else {
+      void *ctx = reinterpret_cast<void *>(static_cast<uintptr_t>(rng() | 1));
+      const bool fresh = m.live.find(key) == m.live.end();
+      // A second registration of a key changes nothing, whatever it brings.
+      const bool inserted = t.Insert(hash, type, index, name, fresh ? Close : OtherClose, ctx);
+      Expect(inserted == fresh, "insert refuses exactly the keys present", step);
+      if (fresh) m.live[key] = {ctx, m.next++};
+    }
+    if (step % 1999 == 0 || step == steps - 1) Compare(t, m, step);
+  }
+}
+
+}  // namespace
+
+int main() {
+  Run(1, 100000, 50000, 10);   // mostly inserts: re-indexes, many record and name chunks
+  Run(2, 150000, 3000, 48);    // open/close cycles: compactions of records and names
+  Run(3, 50000, 200, 50);      // a small churning set
+  Run(4, 40000, 1u << 30, 0);  // distinct long names only
+  std::printf("ok %ld\n", checks);
+  return 0;
+}
