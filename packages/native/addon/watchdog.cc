@@ -46,7 +46,7 @@ std::string DeadlineText(const WatchState &w, int64_t now) {
     ReportLine line = w.current.line;
     line.ms = (now - w.start_ns) / 1e6;
     line.outcome = "timeout";
-    line.error = "still running at the deadline";
+    line.error = w.current.what + " still running at the deadline";
     out = ReportText({line}, true);
   }
   out += "devexit: closing services took longer than " + TimeoutText() + "; still running: ";
