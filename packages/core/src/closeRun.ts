@@ -4,7 +4,7 @@ import { markExiting as markRealmExiting } from './exiting.js';
 import { formatReportLine } from './report.js';
 import { settings } from './settings.js';
 import { type CloseRun, coreState, type JsEntry } from './state.js';
-import { mainThread } from './thread.js';
+import { mainThread, nowMs } from './thread.js';
 import { setNeeds } from './threads.js';
 import type { CloseReportEntry } from './types.js';
 
@@ -36,7 +36,7 @@ export interface RunOptions {
   drained?: Map<JsEntry, boolean> | undefined;
   /** Run the native closes after the JS ones (closeAll): the exit layers and closeServices(). */
   nativeCloses: boolean;
-  /** performance.now() of the deadline (default: the timeout from now). */
+  /** nowMs() of the deadline (default: the timeout from now). */
   deadline?: number;
 }
 
@@ -93,7 +93,7 @@ function watch(run: CloseRun, what: string, e: JsEntry | undefined): void {
         service: e?.service ?? '',
         what,
       },
-      Math.max(0, run.deadline - performance.now()),
+      Math.max(0, run.deadline - nowMs()),
     );
   } else if (e) {
     // An older registry owner: closes only, an explicit run never ends the process.
@@ -108,7 +108,7 @@ function unwatch(run: CloseRun, e: JsEntry | undefined): number {
     if (native.unwatch) return native.unwatch();
     if (e) return native.jsCloseEnd() ? 1 : 0;
   }
-  return performance.now() > run.deadline ? 1 : 0;
+  return nowMs() > run.deadline ? 1 : 0;
 }
 
 /** Runs code of the application's (an observer, the logger) under the watchdog. */
@@ -127,7 +127,7 @@ function record(run: CloseRun, e: JsEntry, error: string | undefined, late: numb
     device: { type: deviceTypeName(e.type), typeId: e.type, index: e.index },
     service: e.service,
     layer: run.layer,
-    ms: Math.round((performance.now() - run.currentStart) * 1000) / 1000,
+    ms: Math.round((nowMs() - run.currentStart) * 1000) / 1000,
     outcome: error !== undefined ? 'error' : late > 0 ? 'timeout' : 'ok',
     pid: process.pid,
   };
@@ -168,7 +168,7 @@ export function drive(run: CloseRun): void {
   while (run.next < run.queue.length) {
     const e = run.queue[run.next++]!;
     run.current = e;
-    run.currentStart = performance.now();
+    run.currentStart = nowMs();
     watch(run, 'a JS close', e);
     let error: string | undefined;
     try {
@@ -224,7 +224,7 @@ export function startRun(options: RunOptions): CloseRun {
     explicit: options.exitCode === undefined,
     unbounded: options.unbounded === true,
     watched: native !== undefined && mainThread(),
-    deadline: options.deadline ?? performance.now() + (inForce?.timeoutMs ?? Number.POSITIVE_INFINITY),
+    deadline: options.deadline ?? nowMs() + (inForce?.timeoutMs ?? Number.POSITIVE_INFINITY),
     report: inForce ? inForce.report : 'off',
     drained: options.drained,
     queue,

@@ -65,6 +65,13 @@ function subscribed(name: ChannelName): boolean {
 /** NODE_DEBUG=devexit's logger, or undefined when that section is off. */
 function debug(): Debug | undefined {
   if (debugFn === undefined) {
+    // util.debuglog reads NODE_DEBUG (comma-separated names, * wildcards): without a mention of
+    // devexit (or a wildcard) it is off, and node:util need not be loaded to learn it.
+    const sections = process.env.NODE_DEBUG;
+    if (!sections || !/devexit|\*/i.test(sections)) {
+      debugFn = null;
+      return undefined;
+    }
     try {
       const fn = (require('node:util') as typeof import('node:util')).debuglog('devexit') as Debug;
       // Old runtimes without `enabled`: the function is a no-op when off.

@@ -2,7 +2,7 @@ import { continueRun, drive, endRun, observeRun, startRun } from './closeRun.js'
 import { observed, reportExitEnd, reportExitStart } from './diagnostics.js';
 import { settings, warnOnce } from './settings.js';
 import { type CloseRun, coreState } from './state.js';
-import { mainThread } from './thread.js';
+import { mainThread, nowMs } from './thread.js';
 import {
   endStuck,
   GONE,
@@ -50,11 +50,11 @@ function stopWorkers(run: CloseRun, code: number): void {
   Atomics.compareExchange(t.own, W_STOP, 0, STOP_EXIT);
   const list = targets(mainThread());
   if (list.length === 0) return;
-  const start = performance.now();
-  const deadline = Date.now() + Math.max(0, run.deadline - performance.now());
+  const start = nowMs();
+  const deadline = Date.now() + Math.max(0, run.deadline - nowMs());
   const stuck = stopSync(list, STOP_EXIT, code, deadline);
   if (stuck.length === 0) return;
-  run.entries.push(...reportStuck(stuck, run.layer, performance.now() - start));
+  run.entries.push(...reportStuck(stuck, run.layer, nowMs() - start));
   endStuck(stuck, code);
 }
 
@@ -82,7 +82,7 @@ function onExit(code: unknown, how: 'process.exit' | 'process.reallyExit'): void
   if (state.exitLayerRan) return;
   state.exitLayerRan = true;
   const layer = !mainThread() ? 'worker-exit' : how === 'process.exit' ? 'js-exit' : 'really-exit';
-  const start = performance.now();
+  const start = nowMs();
   const event = { layer, code: exitCode };
   const threads = state.threads !== undefined;
   const run = startRun({
@@ -91,7 +91,7 @@ function onExit(code: unknown, how: 'process.exit' | 'process.reallyExit'): void
     exitCode,
     nativeCloses: true,
     // Workers to wait for: the deadline counts from now even with no JS close of this realm's.
-    deadline: threads ? performance.now() + settings().timeoutMs : undefined,
+    deadline: threads ? nowMs() + settings().timeoutMs : undefined,
   });
   try {
     if (observed('exitStart'))
@@ -101,7 +101,7 @@ function onExit(code: unknown, how: 'process.exit' | 'process.reallyExit'): void
     if (threads && layer === 'worker-exit') tellStopper(run);
     if (observed('exitEnd'))
       observeRun(run, 'an observer of devexit:exit:end', () =>
-        reportExitEnd(event, performance.now() - start, run.entries),
+        reportExitEnd(event, nowMs() - start, run.entries),
       );
   } finally {
     endRun(run);

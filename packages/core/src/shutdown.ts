@@ -6,7 +6,7 @@ import { ServiceCloseError } from './errors.js';
 import { markExiting } from './exiting.js';
 import { settings } from './settings.js';
 import { type CoreState, coreState, type JsEntry, type ShutdownRun } from './state.js';
-import { mainThread, workerThreads } from './thread.js';
+import { mainThread, nowMs, workerThreads } from './thread.js';
 import {
   DRAINED,
   endStuck,
@@ -181,7 +181,7 @@ async function runShutdown(
   const state = coreState();
   // Called from an 'exit' listener: the exit layer closed everything already.
   if (state.exitLayerRan) return [];
-  const start = performance.now();
+  const start = nowMs();
   markExiting();
   if (state.threads) Atomics.compareExchange(state.threads.own, W_STOP, 0, STOP_SHUTDOWN);
   const native = state.native;
@@ -243,12 +243,12 @@ async function runShutdown(
     });
   }
   if (stuck.length > 0) {
-    entries.push(...reportStuck(stuck, SHUTDOWN_LAYER, performance.now() - start));
+    entries.push(...reportStuck(stuck, SHUTDOWN_LAYER, nowMs() - start));
     endStuck(stuck, exitCodeNow(), run.signal);
   }
   if (observed('exitEnd'))
     watchedCall(SHUTDOWN_LAYER, signo, timeoutMs, 'an observer of devexit:exit:end', () =>
-      reportExitEnd(event, performance.now() - start, entries),
+      reportExitEnd(event, nowMs() - start, entries),
     );
   return entries;
 }

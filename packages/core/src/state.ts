@@ -71,8 +71,6 @@ export interface ThreadsState {
   children: Map<number, import('node:worker_threads').Worker>;
   /** The directory channel this realm listens on (threads.ts). */
   directory: import('node:worker_threads').BroadcastChannel | undefined;
-  /** process.on('worker') is installed. */
-  armed: boolean;
   /** In a Worker: this thread announced itself (workerSide.ts). */
   announced: boolean;
   /** In a Worker: starts the stop asked in `own` at once (a refused section saw it first). */
@@ -114,6 +112,8 @@ export interface CoreState {
   /** Whether the application listened to a signal when it arrived (signal -> answer), see signals.ts. */
   appListens: Map<string, boolean>;
   threads: ThreadsState | undefined;
+  /** process.on('worker') is installed in this realm (threads.ts). */
+  threadsArmed: boolean;
 }
 
 // @4: closes, shutdown and Workers changed shape (@3 had no threads); an older core in the same
@@ -149,6 +149,7 @@ export function coreState(): CoreState {
       signalListeners: new Map(),
       appListens: new Map(),
       threads: undefined,
+      threadsArmed: false,
     };
     Object.defineProperty(globalThis, KEY, { value: state, enumerable: false });
   }

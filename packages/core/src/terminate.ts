@@ -1,6 +1,6 @@
 import { checkSignal, withAbort } from './abort.js';
 import { settings } from './settings.js';
-import { workerThreads } from './thread.js';
+import { nowMs, workerThreads } from './thread.js';
 import {
   endStuck,
   knownWords,
@@ -55,7 +55,7 @@ async function stopAndTerminate(worker: Worker): Promise<number> {
   if (!knownWords(id)) await settle();
   const words = knownWords(id);
   if (!words) return plain();
-  const start = performance.now();
+  const start = nowMs();
   const deadline = Date.now() + settings().timeoutMs;
   let exitCode: number | undefined;
   const exited = new Promise<void>((resolve) =>
@@ -72,7 +72,7 @@ async function stopAndTerminate(worker: Worker): Promise<number> {
   const stuck = await stopAsync(list, STOP_TERMINATE, 1, false, deadline, exited);
   if (exitCode !== undefined) return exitCode;
   if (stuck.length > 0) {
-    reportStuck(stuck, 'terminate', performance.now() - start);
+    reportStuck(stuck, 'terminate', nowMs() - start);
     const c = process.exitCode;
     endStuck(stuck, typeof c === 'number' ? c : 1);
   }

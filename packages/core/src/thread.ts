@@ -49,3 +49,12 @@ type WaitAsync = (
 export const waitAsync: WaitAsync = (Atomics as unknown as { waitAsync: WaitAsync }).waitAsync;
 
 export type Channel = import('node:worker_threads').BroadcastChannel;
+
+/**
+ * Milliseconds on a monotonic clock, as performance.now() but without loading perf_hooks (the
+ * `performance` global loads it on first use: ~1.3 M instructions at an exit that never needed it).
+ */
+export function nowMs(): number {
+  const [s, ns] = process.hrtime();
+  return s * 1e3 + ns / 1e6;
+}

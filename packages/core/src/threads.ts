@@ -69,7 +69,6 @@ export function threadsState(): ThreadsState {
       known: new Map(),
       children: new Map(),
       directory: undefined,
-      armed: false,
       announced: false,
       kick: undefined,
       stopping: undefined,
@@ -206,9 +205,10 @@ function onWorkerCreated(worker: import('node:worker_threads').Worker): void {
  */
 export function armThreads(armExit: () => void): void {
   onFirstWorker = armExit;
-  const t = threadsState();
-  if (t.armed) return;
-  t.armed = true;
+  // Nothing made here for a process that never has a Worker: the shared words come on first use.
+  const state = coreState();
+  if (state.threadsArmed) return;
+  state.threadsArmed = true;
   process.on('worker', onWorkerCreated);
   if (workerThreadsLoaded()) listen();
 }
