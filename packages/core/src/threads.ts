@@ -2,7 +2,7 @@ import { devexitWarning, warn, writeStderr } from './diagnostics.js';
 import { formatReportLine } from './report.js';
 import { settings } from './settings.js';
 import { coreState, type ThreadsState } from './state.js';
-import { type Channel, waitAsync, workerThreads, workerThreadsLoaded } from './thread.js';
+import { type Channel, isWorkerCheap, waitAsync, workerThreads, workerThreadsLoaded } from './thread.js';
 import type { CloseReportEntry } from './types.js';
 
 /**
@@ -29,6 +29,8 @@ export const W_CODE = 4;
 export const W_NATIVE = 5;
 /** Bytes of the name of the last critical section entered (written when a stop arrives). */
 export const W_NAME_LENGTH = 6;
+/** 1 once the thread that would stop this one knows its words (its answer to the hello). */
+export const W_KNOWN = 7;
 const WORDS = 8;
 const NAME_BYTES = 96;
 
@@ -46,6 +48,12 @@ export const STOP_SHUTDOWN = 3;
 const DIRECTORY = '@devexit/core/threads';
 export const channelOf = (threadId: number): string => `@devexit/core/thread/${threadId}`;
 const PARENT_KEY = '@devexit/core/parent';
+/**
+ * Set in the main thread's process.env (Workers get a copy when they are created): "this process's
+ * main thread runs devexit and answers the hellos of the Workers it creates". Its value is the pid,
+ * so that a child process, which inherits the variable, does not take it for its own.
+ */
+const MAIN_LISTENS = '__DEVEXIT_MAIN_LISTENS';
 
 export type Hello = { op: 'hello'; threadId: number; parent: number; words: SharedArrayBuffer };
 export type Bye = { op: 'bye'; threadId: number };
@@ -90,14 +98,29 @@ export function ownThreadId(): number {
   return workerThreads().threadId;
 }
 
-/** The thread that created this one, as it told its children (0: the main thread). */
-export function parentThreadId(): number {
+/**
+ * The thread that created this one, as it told its children (0: the main thread), and whether that
+ * thread runs devexit (it answers this thread's hello: see waitKnown).
+ */
+export function parentThread(): { id: number; listens: boolean } {
   try {
     const p = workerThreads().getEnvironmentData(PARENT_KEY);
-    return typeof p === 'number' ? p : 0;
+    if (typeof p === 'number') return { id: p, listens: true };
   } catch {
-    return 0;
+    // Older runtimes without environment data.
   }
+  return { id: 0, listens: process.env[MAIN_LISTENS] === String(process.pid) };
+}
+
+/**
+ * After its hello, a new Worker waits (blocking, before any of its own code runs) until the
+ * thread that created it has read its words, so that no exit of that thread can come between
+ * the Worker's first critical section and its stopper knowing of it (messages on two channels
+ * arrive in no fixed order: the Worker's own 'ready' could be read first). Bounded: a creator
+ * busy for longer than `ms` leaves the Worker to go on unknown, as without the wait.
+ */
+export function waitKnown(words: Int32Array, ms: number): boolean {
+  return Atomics.wait(words, W_KNOWN, 0, ms) !== 'timed-out' || Atomics.load(words, W_KNOWN) === 1;
 }
 
 let reportListeners: Array<(r: Report) => void> = [];
@@ -106,7 +129,12 @@ function onDirectory(event: unknown): void {
   const msg = (event as { data?: Hello | Bye | Who | Report }).data;
   if (!msg || typeof msg !== 'object') return;
   if (msg.op === 'hello' && msg.threadId !== ownThreadIdCached()) {
-    knownMap().set(msg.threadId, { words: new Int32Array(msg.words), parent: msg.parent });
+    const words = new Int32Array(msg.words);
+    knownMap().set(msg.threadId, { words, parent: msg.parent });
+    if (msg.parent === ownThreadIdCached()) {
+      Atomics.store(words, W_KNOWN, 1);
+      Atomics.notify(words, W_KNOWN);
+    }
   } else if (msg.op === 'bye') {
     knownMap().delete(msg.threadId);
   } else if (msg.op === 'who') {
@@ -210,6 +238,14 @@ export function armThreads(armExit: () => void): void {
   if (state.threadsArmed) return;
   state.threadsArmed = true;
   process.on('worker', onWorkerCreated);
+  // The main thread tells the Workers it will create that it answers their hellos.
+  if (!isWorkerCheap()) {
+    try {
+      process.env[MAIN_LISTENS] = String(process.pid);
+    } catch {
+      // A process.env that refuses writes: its Workers go on without waiting (see waitKnown).
+    }
+  }
   if (workerThreadsLoaded()) listen();
 }
 

@@ -15,7 +15,7 @@ import {
   listen,
   onWho,
   ownThreadId,
-  parentThreadId,
+  parentThread,
   type Report,
   SEEN,
   STOP_EXIT,
@@ -27,6 +27,7 @@ import {
   tellChildrenParent,
   threadsState,
   W_CODE,
+  waitKnown,
   W_COUNT,
   W_NATIVE,
   W_STATE,
@@ -43,6 +44,9 @@ import {
  */
 
 type WorkerMessage = StopMessage | { op: 'hurry' };
+
+/** How long a new Worker waits for its creator to read its hello (see waitKnown). */
+const KNOWN_WAIT_MS = 250;
 
 let realExit: ((code?: number | string | null) => never) | undefined;
 
@@ -136,7 +140,7 @@ export function armWorkerSide(): void {
   t.announced = true;
   const id = wt.threadId;
   // Read before this thread tells its own children (environment data is this thread's too).
-  const parent = parentThreadId();
+  const parent = parentThread();
   tellChildrenParent(id);
   const mine = new BroadcastChannel(channelOf(id));
   mine.onmessage = onMessage;
@@ -144,7 +148,7 @@ export function armWorkerSide(): void {
   const hello: Hello = {
     op: 'hello',
     threadId: id,
-    parent,
+    parent: parent.id,
     words: t.own.buffer as SharedArrayBuffer,
   };
   onWho(() => announce(hello));
@@ -152,6 +156,7 @@ export function armWorkerSide(): void {
     if (!t.stopping) void runStop(Date.now() + settings().timeoutMs);
   };
   announce(hello);
+  if (parent.listens) waitKnown(t.own, KNOWN_WAIT_MS);
   installExitHooks();
   wrapExit();
 }
