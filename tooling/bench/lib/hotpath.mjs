@@ -1,4 +1,4 @@
-// isExiting(): every enqueue of every backend calls it.
+// isExiting(): every enqueue of every backend calls it; critical(): what wraps a native call.
 import { fixture, median, nodeJson, row } from './common.mjs';
 
 export default async function hotpath({ quick }) {
@@ -25,5 +25,26 @@ export default async function hotpath({ quick }) {
       }),
     );
   }
+  // critical(fn) around every native call of a Worker (issue 16): <= 100 ns a call, no allocation.
+  const all = { plain: [], critical: [], gcs: 0 };
+  const processes = quick ? 2 : 4;
+  for (let c = 0; c < processes; c++) {
+    const s = nodeJson([fixture('critical.cjs'), String(calls)]);
+    all.plain.push(...s.plain.slice(1));
+    all.critical.push(...s.critical.slice(1));
+    all.gcs += s.gcs;
+  }
+  rows.push(
+    row({
+      name: 'critical(fn) around a synchronous call',
+      value: median(all.critical),
+      unit: 'ns/call',
+      baseline: median(all.plain),
+      baselineName: 'the same empty function called directly',
+      target: '≤ 100 ns a call, no allocation',
+      met: (r) => r.value <= 100 && all.gcs === 0,
+      detail: `median of ${all.critical.length} loops of ${calls.toLocaleString('en-US')} calls, ${processes} processes; garbage collections during the critical() loops: ${all.gcs}`,
+    }),
+  );
   return rows;
 }
