@@ -9,7 +9,6 @@ import {
 import { installSignals } from './signals.js';
 import { coreState } from './state.js';
 import { mainThread } from './thread.js';
-import { applyWorkersGuard } from './threads.js';
 import type {
   DevexitLogger,
   OnTimeout,
@@ -19,6 +18,7 @@ import type {
   WorkersMode,
 } from './types.js';
 import { checkInteger, checkOptions, invalidType, invalidValue } from './validate.js';
+import { applyWorkersGuard } from './workersGuard.js';
 
 export { DEFAULT_TIMEOUT_MS, type OnTimeout };
 

@@ -5,15 +5,14 @@ import {
   endStuck,
   knownWords,
   listen,
-  originalTerminate,
   reportStuck,
   STOP_TERMINATE,
-  setGuardTerminate,
   stopAsync,
   targets,
   threadsState,
 } from './threads.js';
 import { checkOptions, invalidType } from './validate.js';
+import { originalTerminate, setGuardTerminate } from './workersGuard.js';
 
 type Worker = import('node:worker_threads').Worker;
 

@@ -27,11 +27,11 @@ import {
   tellChildrenParent,
   threadsState,
   W_CODE,
-  waitKnown,
   W_COUNT,
   W_NATIVE,
   W_STATE,
   W_STOP,
+  waitKnown,
 } from './threads.js';
 
 /**

@@ -47,13 +47,16 @@ describe("a Worker's closes run on its thread, once, after its critical sections
   it.each([
     ['process.exit()', 'exit'],
     ['process.reallyExit()', 'reallyExit'],
-  ])('3 Workers started while main was busy, then %s: each close ran exactly once (10 runs)', async (_, how) => {
-    const results = await runMany(testRuns(10), { script, args: ['busy', '3', how], timeoutMs: 20_000 });
-    for (const r of results) {
-      expect({ code: r.code, signal: r.signal }, show(r)).toEqual({ code: 0, signal: null });
-      expect(closes(r), show(r)).toEqual(ids(3));
-    }
-  });
+  ])(
+    '3 Workers started while main was busy, then %s: each close ran exactly once (10 runs)',
+    async (_, how) => {
+      const results = await runMany(testRuns(10), { script, args: ['busy', '3', how], timeoutMs: 20_000 });
+      for (const r of results) {
+        expect({ code: r.code, signal: r.signal }, show(r)).toEqual({ code: 0, signal: null });
+        expect(closes(r), show(r)).toEqual(ids(3));
+      }
+    },
+  );
 
   // 100 Workers start in seconds on 2 cores: two runs.
   it('100 Workers, main process.exit(): every close once, within the deadline (2 runs)', async () => {
