@@ -163,6 +163,22 @@ export function crashed(r: ChildResult, expectedSignal?: NodeJS.Signals): boolea
   return r.code === 134 || r.code === 139;
 }
 
+/**
+ * A control whose crash is a race (it crashes in some runs, not all): children two at a time until
+ * one is a hit (default: crashed), at most `max` runs. Not capped by DEVEXIT_TEST_RUNS: a control
+ * capped to a few runs could pass by never crashing. Returns every run made.
+ */
+export async function runUntilHit(
+  max: number,
+  options: ChildOptions,
+  hit: (r: ChildResult) => boolean = (r) => crashed(r),
+): Promise<ChildResult[]> {
+  const results: ChildResult[] = [];
+  while (results.length < max && !results.some(hit))
+    results.push(...(await runMany(Math.min(2, max - results.length), options)));
+  return results;
+}
+
 /** Counts of what ended the children: `code 0`, `SIGSEGV`, `timeout`, ... */
 export function outcomes(results: ChildResult[]): Record<string, number> {
   const out: Record<string, number> = {};
