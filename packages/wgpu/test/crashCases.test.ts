@@ -1,5 +1,13 @@
 import { join } from 'node:path';
-import { type ChildResult, crashed, outcomes, runMany, runUntilHit, summary, testRuns } from '@devexit/testkit';
+import {
+  type ChildResult,
+  crashed,
+  outcomes,
+  runMany,
+  runUntilHit,
+  summary,
+  testRuns,
+} from '@devexit/testkit';
 import { describe, expect, it } from 'vitest';
 import { dawnBackend, GLES_NO_TERMINATE_CRASH, unavailable, withoutDevexitEnv } from './probe.js';
 
