@@ -13,8 +13,8 @@ export interface CpuAddon extends QueueAddon<NativeHandle> {
     registry: boolean;
     registryError?: string;
   };
-  /** The device's queue service, started; or a status when refused (closed, exiting). */
-  open(index: number, threads: number): NativeHandle | number;
+  /** The device's queue service, started; or the native failure shape when refused. */
+  open(index: number, threads: number): NativeHandle | { status: number; error: string };
   threads(h: NativeHandle): number;
   loadKernel(path: string, entry: string): number;
 }

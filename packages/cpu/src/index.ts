@@ -57,9 +57,10 @@ function createDevice(index: number): NativeDevice<NativeHandle> {
     completions: realm(addon),
     open: () => {
       const h = addon.open(index, threads);
-      if (typeof h === 'number')
-        throw statusError(h, { backend: 'cpu', device: device.id, what: 'start the queue' });
-      return h;
+      if (!('status' in h)) return h;
+      if (h.status === Status.startFailed)
+        throw backendError('cpu', `cannot start cpu:${index}: ${h.error}`);
+      throw statusError(h.status, { backend: 'cpu', device: device.id, what: 'start the queue' });
     },
     loadKernel: async (_d, source, entry) => loadUserKernel(addon, source, entry),
     onClosed: (d) => cpu.forget(index, d),
