@@ -180,7 +180,9 @@ function leakCheck() {
     const out = `${r.stdout}${r.stderr}`;
     const leaks = out.split('\n').filter((l) => /^(Direct|Indirect) leak of/.test(l));
     const seconds = ((performance.now() - t0) / 1000).toFixed(0);
-    summary.push(`${dir} LeakSanitizer over ${LEAK_ROUNDS[0]} open/close rounds: ${leaks.length} leaks; ${seconds} s`);
+    summary.push(
+      `${dir} LeakSanitizer over ${LEAK_ROUNDS[0]} open/close rounds: ${leaks.length} leaks; ${seconds} s`,
+    );
     if (r.status !== 0 || leaks.length > 0) {
       failed++;
       const log = join(work, `${dir.replace(/\//g, '_')}.leaks.log`);

@@ -54,7 +54,12 @@ describe('the native protocol table (devexit_protocol.hpp) and its TypeScript co
     const kinds = renamed(enumOf('ArgKind'), 'Arg');
     expect(kinds).toEqual({ ...ARG_KIND });
     const cpu = readFileSync(join(packages, 'cpu', 'include', 'devexit_cpu_kernel.h'), 'utf8');
-    const c = Object.fromEntries([...cpu.matchAll(/DEVEXIT_CPU_ARG_(\w+) = (\d+)/g)].map((m) => [camel((m[1] as string).toLowerCase()), Number(m[2])]));
+    const c = Object.fromEntries(
+      [...cpu.matchAll(/DEVEXIT_CPU_ARG_(\w+) = (\d+)/g)].map((m) => [
+        camel((m[1] as string).toLowerCase()),
+        Number(m[2]),
+      ]),
+    );
     expect(c).toEqual(kinds);
   });
 
@@ -84,7 +89,9 @@ describe('the native protocol table (devexit_protocol.hpp) and its TypeScript co
       const sig = BUILTIN_KERNEL_SIGNATURES[row.name as keyof typeof BUILTIN_KERNEL_SIGNATURES];
       expect(row.kinds).toEqual(sig.map((p) => kinds[p.kind]));
       // Buffers: the count they must hold ('n': the last argument); scalars: none (0 in the header).
-      expect(row.elements).toEqual(sig.map((p) => (p.kind === 'buffer' ? (p.elements === 'n' ? 'n' : p.elements) : 0)));
+      expect(row.elements).toEqual(
+        sig.map((p) => (p.kind === 'buffer' ? (p.elements === 'n' ? 'n' : p.elements) : 0)),
+      );
       if (sig.some((p) => typeof p.elements === 'string')) expect(sig[sig.length - 1]?.name).toBe('n');
     }
   });

@@ -58,8 +58,7 @@ function createDevice(index: number): NativeDevice<NativeHandle> {
     open: () => {
       const h = addon.open(index, threads);
       if (!('status' in h)) return h;
-      if (h.status === Status.startFailed)
-        throw backendError('cpu', `cannot start cpu:${index}: ${h.error}`);
+      if (h.status === Status.startFailed) throw backendError('cpu', `cannot start cpu:${index}: ${h.error}`);
       throw statusError(h.status, { backend: 'cpu', device: device.id, what: 'start the queue' });
     },
     loadKernel: async (_d, source, entry) => loadUserKernel(addon, source, entry),

@@ -13,13 +13,15 @@ it('stopCompiler() with compiles queued: every queued compile runs, none is drop
   await cuda.stopCompiler();
   const settled = await all;
   const ran = settled.map((s) =>
-    s.status === 'fulfilled' ? 'ran' : (s.reason as { code?: string }).code === 'ERR_DEVEXIT_BACKEND' ? 'ran' : 'dropped',
+    s.status === 'fulfilled'
+      ? 'ran'
+      : (s.reason as { code?: string }).code === 'ERR_DEVEXIT_BACKEND'
+        ? 'ran'
+        : 'dropped',
   );
-  expect(ran, JSON.stringify(settled.map((s) => (s.status === 'rejected' ? String(s.reason) : 'ok')))).toEqual([
-    'ran',
-    'ran',
-    'ran',
-    'ran',
-  ]);
+  expect(
+    ran,
+    JSON.stringify(settled.map((s) => (s.status === 'rejected' ? String(s.reason) : 'ok'))),
+  ).toEqual(['ran', 'ran', 'ran', 'ran']);
   expect(cuda.compilerState()).toBeNull();
 }, 120_000);

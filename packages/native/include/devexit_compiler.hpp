@@ -49,7 +49,7 @@ class CompilerService : public Service<CompileJob> {
   }
 
  protected:
-  // On the service thread: one compile. `elapsed_ms` goes back with it.
+  // On the service thread: one compile (its milliseconds go back with it, as the value).
   virtual CompileOutput Compile(CompileJob &job) = 0;
   // On the service thread: one keepalive poll (queue the next with Submit, or not).
   virtual void Poll() {}
@@ -89,14 +89,7 @@ class CompilerService : public Service<CompileJob> {
     Answer(job, out);
   }
 
-  void OnDropped(CompileJob &job, const CloseContext &ctx) override {
-    if (!ctx.js_alive || !job.sink || job.completion == 0) return;
-    auto *out = new Completion();
-    out->id = job.completion;
-    out->status = kClosed;
-    out->error = "the compiler closed before this compile ran";
-    job.sink->Deliver(out, true);
-  }
+  const char *DroppedMessage() const override { return "the compiler closed before this compile ran"; }
 
  private:
   void Answer(CompileJob &job, Completion *out) {

@@ -209,14 +209,7 @@ class QueueService : public Service<QueueCommand> {
     VendorRelease();
   }
 
-  void OnDropped(QueueCommand &c, const CloseContext &ctx) override {
-    if (!ctx.js_alive || !c.sink || c.completion == 0) return;
-    auto *out = new Completion();
-    out->id = c.completion;
-    out->status = kClosed;
-    out->error = "the device closed before this command ran";
-    c.sink->Deliver(out, true);
-  }
+  const char *DroppedMessage() const override { return "the device closed before this command ran"; }
 
  private:
   struct Buffer {

@@ -129,6 +129,18 @@ class Service : public ServiceThread<Command> {
   // After a successful Open, under its lock (a compiler's keepalive starts here).
   virtual void OnOpened() {}
 
+  // A command dropped by a close (never executed): with JS alive, its promise is rejected as
+  // closed. Command has `sink` and `completion` (0: nothing waits).
+  void OnDropped(Command &c, const CloseContext &ctx) override {
+    if (!ctx.js_alive || !c.sink || c.completion == 0) return;
+    auto *out = new Completion();
+    out->id = c.completion;
+    out->status = kClosed;
+    out->error = DroppedMessage();
+    c.sink->Deliver(out, true);
+  }
+  virtual const char *DroppedMessage() const { return "the service closed before this command ran"; }
+
   int Refusal(int status) {
     if (status == kOk) return kOk;
     return ProcessExiting() ? kExiting : kClosed;

@@ -6,8 +6,16 @@ import { type ChildResult, runMany, summary, testRuns } from '@devexit/testkit';
 import { describe, expect, it } from 'vitest';
 import { defineArgumentRules } from './argumentRules.js';
 
-export { defineNativeLaunchBounds, type NativeLaunchBoundsOptions, type RawQueueAddon } from './nativeLaunch.js';
-export { defineOpenCloseMemory, OPEN_CLOSE_GROWTH_LIMIT, type OpenCloseMemoryOptions } from './openCloseMemory.js';
+export {
+  defineNativeLaunchBounds,
+  type NativeLaunchBoundsOptions,
+  type RawQueueAddon,
+} from './nativeLaunch.js';
+export {
+  defineOpenCloseMemory,
+  OPEN_CLOSE_GROWTH_LIMIT,
+  type OpenCloseMemoryOptions,
+} from './openCloseMemory.js';
 
 export interface ConformanceOptions {
   /** Appears in every test name. */
