@@ -1,3 +1,15 @@
+export {
+  type AddonAttempt,
+  type AddonMismatchError,
+  type AddonSpec,
+  addonCandidates,
+  detectLibc,
+  type Libc,
+  loadAddon,
+  loadedAddons,
+  platformPackageName,
+  platformTag,
+} from '@devexit/native/loader';
 export { BackendBase, type BackendOptions } from './backend.js';
 export {
   type Completed,
@@ -7,17 +19,6 @@ export {
   Status,
   statusError,
 } from './completions.js';
-export {
-  type AddonAttempt,
-  type AddonSpec,
-  addonCandidates,
-  detectLibc,
-  type Libc,
-  loadAddon,
-  loadedAddons,
-  platformPackageName,
-  platformTag,
-} from './loader.js';
 export { NativeDevice, type NativeDeviceOptions } from './nativeDevice.js';
 export {
   ARG_KIND,

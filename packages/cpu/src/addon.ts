@@ -28,6 +28,7 @@ export function cpuAddon(): CpuAddon {
     name: 'devexit_cpu',
     packageDir: join(__dirname, '..'),
     envVar: 'DEVEXIT_CPU_ADDON',
+    exports: ['probe', 'open', 'threads', 'loadKernel', 'submit'],
   });
   return addon;
 }

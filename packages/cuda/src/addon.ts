@@ -86,6 +86,7 @@ export function cudaAddon(): CudaAddon {
     name: 'devexit_cuda',
     packageDir: join(__dirname, '..'),
     envVar: 'DEVEXIT_CUDA_ADDON',
+    exports: ['probe', 'open', 'deviceInfo', 'compilerDrain', 'submit'],
   });
   return addon;
 }

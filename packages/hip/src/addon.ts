@@ -77,6 +77,7 @@ export function hipAddon(): HipAddon {
     name: 'devexit_hip',
     packageDir: join(__dirname, '..'),
     envVar: 'DEVEXIT_HIP_ADDON',
+    exports: ['probe', 'open', 'deviceInfo', 'refuseArch', 'submit'],
   });
   return addon;
 }
