@@ -19,6 +19,15 @@ export {
   Status,
   statusError,
 } from './completions.js';
+export {
+  type CompilerWiring,
+  defineNativeBackend,
+  isRefusal,
+  type NativeBackendKit,
+  type NativeBackendSpec,
+  type NativeRefusal,
+  type Where,
+} from './defineNativeBackend.js';
 export { NativeDevice, type NativeDeviceOptions } from './nativeDevice.js';
 export {
   ARG_KIND,
@@ -43,6 +52,7 @@ export {
   checkKernelSource,
   checkLaunchArgs,
   checkOptions,
+  checkPath,
   checkRange,
   checkRead,
   checkScalar,
