@@ -165,7 +165,7 @@ export function gridCount(grid: unknown): number {
   return typeof grid === 'number' && Number.isSafeInteger(grid) && grid >= 0 && grid <= U32_MAX ? grid : -1;
 }
 
-/** Kind codes of a launch's words (devexit_queue.hpp's ArgKind, @devexit/backend's ARG_KIND). */
+/** Kind codes of a launch's words (devexit_protocol.hpp's ArgKind, @devexit/backend's ARG_KIND). */
 const KIND_CODE = { buffer: 1, u32: 2, i32: 3, f32: 4 } as const;
 
 /** For each buffer parameter that names its element count: where the count comes from. */
