@@ -28,6 +28,7 @@ const ADDONS = [
   'tooling/standins-hip',
   'packages/cuda',
   'tooling/standins-cuda',
+  'tooling/example-backend',
 ];
 
 // What runs under each sanitizer: [package dir, vitest arguments, extra environment?].
@@ -150,8 +151,8 @@ if (RUNS_CAP[mode]) runEnv.DEVEXIT_TEST_RUNS = RUNS_CAP[mode];
 let failed = 0;
 const summary = [];
 
-// LeakSanitizer over the open/close rounds of each native backend (cpu real, hip and cuda on
-// their stand-ins; tooling/conformance/fixtures/openCloseChild.cjs, what their openClose tests
+// LeakSanitizer over the open/close rounds of each native backend (cpu and the example backend
+// real, hip and cuda on their stand-ins; tooling/conformance/fixtures/openCloseChild.cjs, what their openClose tests
 // measure as RSS): every closed device service must be freed, so that the process ends with no
 // unreachable allocation at all (Node itself leaves none). A service leaked per round is a
 // "Direct leak ... new CpuQueue" here. Run alone with `sanitize.mjs leak`.
@@ -162,6 +163,7 @@ function leakCheck() {
     ['packages/cpu', {}],
     ['packages/hip', { DEVEXIT_HIP_LIBRARY: standin('standins-hip', 'libamdhip64.so') }],
     ['packages/cuda', { DEVEXIT_CUDA_LIBRARY: standin('standins-cuda', 'libcuda.so.1') }],
+    ['tooling/example-backend', {}],
   ];
   const child = join(work, 'tooling', 'conformance', 'fixtures', 'openCloseChild.cjs');
   for (const [dir, extraEnv] of backends) {
