@@ -229,7 +229,7 @@ function hasAddon(dir) {
     } catch {}
   }
   try {
-    const { platformPackageName } = require('@devexit/backend/loader');
+    const { platformPackageName } = require('./dist/loader.js');
     const pkg = platformPackageName({ name: '', packageDir: dir, envVar: '' });
     const manifest = pkg && resolveFrom(`${pkg}/package.json`, [dir]);
     return Boolean(manifest && readdirSync(dirname(manifest)).some((f) => f.endsWith('.node')));

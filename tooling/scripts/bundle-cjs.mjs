@@ -38,7 +38,17 @@ const out = await build({
   },
 });
 const chunk = out.output.find((o) => o.type === 'chunk');
-const taken = chunk.moduleIds.filter((id) => id.startsWith(src) && !id.endsWith('index.ts'));
+// A module that is an entry of its own in package.json's exports (@devexit/native/loader) keeps
+// its file: it is in the bundle too, and shares its state with the bundle's copy through a global.
+const entries = new Set(
+  Object.values(pkg.exports ?? {})
+    .map((e) => (typeof e === 'string' ? e : e?.default))
+    .filter((e) => typeof e === 'string' && e.startsWith('./dist/'))
+    .map((e) => join(src, e.slice('./dist/'.length).replace(/\.js$/, '.ts'))),
+);
+const taken = chunk.moduleIds.filter(
+  (id) => id.startsWith(src) && !id.endsWith('index.ts') && !entries.has(id),
+);
 for (const id of taken) {
   const js = join(dir, 'dist', relative(src, id).replace(/\.ts$/, '.js'));
   if (existsSync(js)) rmSync(js);

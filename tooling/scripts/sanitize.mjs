@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // The sanitizer jobs: `node tooling/scripts/sanitize.mjs address` (AddressSanitizer +
-// UndefinedBehaviorSanitizer) or `... thread` (ThreadSanitizer).
+// UndefinedBehaviorSanitizer, then LeakSanitizer over every native backend's open/close rounds)
+// or `... thread` (ThreadSanitizer); `... leak` runs the LeakSanitizer step alone.
 //
 // A copy of the workspace (node_modules included, so nothing is installed again) gets every
 // native addon rebuilt with DEVEXIT_SANITIZE; then the suites run in it with the sanitizer
@@ -27,6 +28,7 @@ const ADDONS = [
   'tooling/standins-hip',
   'packages/cuda',
   'tooling/standins-cuda',
+  'tooling/example-backend',
 ];
 
 // What runs under each sanitizer: [package dir, vitest arguments, extra environment?].
@@ -41,8 +43,10 @@ const ADDONS = [
 // Workers suites (the same service layer as cpu's defect suite), which run unsanitized; and the
 // real-runtime exit races (exitRace, nvrtcRace, driver, signals), whose guard-off arms crash
 // inside the vendor's own uninstrumented teardown, which is what they measure.
-const RUNS_CAP = { address: '3', thread: '' };
+const RUNS_CAP = { address: '3', thread: '', leak: '' };
 const SUITES = {
+  // `leak`: the LeakSanitizer step of `address` alone (an ASan build; no suite).
+  leak: [],
   address: [
     ['packages/native', []],
     ['tooling/exit-paths', ['test/exitMatrix.test.ts', 'test/registry.test.ts']],
@@ -85,7 +89,7 @@ const REPORT =
   /ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:|WARNING: ThreadSanitizer|SUMMARY: (Address|Thread|UndefinedBehavior)Sanitizer/;
 
 if (!(mode in SUITES)) {
-  process.stderr.write('usage: node tooling/scripts/sanitize.mjs address|thread\n');
+  process.stderr.write('usage: node tooling/scripts/sanitize.mjs address|thread|leak\n');
   process.exit(2);
 }
 
@@ -98,7 +102,8 @@ function gccLib(name) {
   return path;
 }
 
-const preload = gccLib(mode === 'address' ? 'libasan.so.8' : 'libtsan.so.2');
+const asan = mode !== 'thread';
+const preload = gccLib(asan ? 'libasan.so.8' : 'libtsan.so.2');
 const work = mkdtempSync(join(tmpdir(), `devexit-${mode}-`));
 process.stdout.write(`sanitize ${mode}: copying the workspace to ${work}\n`);
 cpSync(root, work, {
@@ -109,7 +114,7 @@ cpSync(root, work, {
 
 // The TSan suites load only the registry, the stand-in runtime and the cpu backend.
 const builds = mode === 'thread' ? ADDONS.slice(0, 3) : ADDONS;
-const env = { ...process.env, DEVEXIT_SANITIZE: mode };
+const env = { ...process.env, DEVEXIT_SANITIZE: asan ? 'address' : 'thread' };
 for (const dir of builds) {
   const at = join(work, dir);
   if (!existsSync(join(at, 'build-from-source.gyp'))) continue;
@@ -125,13 +130,13 @@ for (const dir of builds) {
   }
 }
 
-const suppressions = join(here, `${mode}.supp`);
+const suppressions = join(here, `${asan ? 'address' : 'thread'}.supp`);
 // AddressSanitizer: into every process, the test runner's workers included (unit tests load the
 // addons in-process). ThreadSanitizer: only into the children the suites start (testkit), since
 // every suite it runs is a child-process test and the runner's own native bundler is not ours.
 const runEnv = {
   ...process.env,
-  ...(mode === 'address' ? { LD_PRELOAD: preload } : { DEVEXIT_TEST_PRELOAD: preload }),
+  ...(asan ? { LD_PRELOAD: preload } : { DEVEXIT_TEST_PRELOAD: preload }),
   // Leaks: Node never frees its own heap at exit, and neither do our never-destroyed globals.
   // handle_segv/handle_abort=0: the guard-off controls crash on purpose in vendor code (or a
   // stand-in) and must still end by their signal.
@@ -145,6 +150,51 @@ if (RUNS_CAP[mode]) runEnv.DEVEXIT_TEST_RUNS = RUNS_CAP[mode];
 
 let failed = 0;
 const summary = [];
+
+// LeakSanitizer over the open/close rounds of each native backend (cpu and the example backend
+// real, hip and cuda on their stand-ins; tooling/conformance/fixtures/openCloseChild.cjs, what their openClose tests
+// measure as RSS): every closed device service must be freed, so that the process ends with no
+// unreachable allocation at all (Node itself leaves none). A service leaked per round is a
+// "Direct leak ... new CpuQueue" here. Run alone with `sanitize.mjs leak`.
+const LEAK_ROUNDS = ['1000', '100'];
+function leakCheck() {
+  const standin = (pkg, file) => join(work, 'tooling', pkg, 'build', 'Release', file);
+  const backends = [
+    ['packages/cpu', {}],
+    ['packages/hip', { DEVEXIT_HIP_LIBRARY: standin('standins-hip', 'libamdhip64.so') }],
+    ['packages/cuda', { DEVEXIT_CUDA_LIBRARY: standin('standins-cuda', 'libcuda.so.1') }],
+    ['tooling/example-backend', {}],
+  ];
+  const child = join(work, 'tooling', 'conformance', 'fixtures', 'openCloseChild.cjs');
+  for (const [dir, extraEnv] of backends) {
+    const t0 = performance.now();
+    const r = spawnSync(process.execPath, ['--expose-gc', child, join(work, dir), ...LEAK_ROUNDS], {
+      cwd: join(work, dir),
+      env: {
+        ...runEnv,
+        ...extraEnv,
+        ASAN_OPTIONS: runEnv.ASAN_OPTIONS.replace('detect_leaks=0', 'detect_leaks=1'),
+        LSAN_OPTIONS: 'exitcode=87:max_leaks=20',
+      },
+      encoding: 'utf8',
+      maxBuffer: 1 << 26,
+    });
+    const out = `${r.stdout}${r.stderr}`;
+    const leaks = out.split('\n').filter((l) => /^(Direct|Indirect) leak of/.test(l));
+    const seconds = ((performance.now() - t0) / 1000).toFixed(0);
+    summary.push(
+      `${dir} LeakSanitizer over ${LEAK_ROUNDS[0]} open/close rounds: ${leaks.length} leaks; ${seconds} s`,
+    );
+    if (r.status !== 0 || leaks.length > 0) {
+      failed++;
+      const log = join(work, `${dir.replace(/\//g, '_')}.leaks.log`);
+      writeFileSync(log, out);
+      process.stdout.write(`${out.split('\n').slice(0, 40).join('\n')}\nfull output: ${log}\n`);
+    }
+  }
+}
+if (mode === 'address' || mode === 'leak') leakCheck();
+
 for (const [dir, args, extraEnv] of SUITES[mode]) {
   const at = join(work, dir);
   if (!existsSync(join(at, 'package.json'))) continue;

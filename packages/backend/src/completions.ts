@@ -9,7 +9,7 @@ import {
 } from '@devexit/core';
 import { backendError } from './validate.js';
 
-/** Native statuses (devexit::Status in devexit_service.hpp). */
+/** Native statuses (devexit::Status in devexit_protocol.hpp; test/protocol.test.ts checks them). */
 export const Status = {
   ok: 0,
   closed: 1,

@@ -1,3 +1,15 @@
+export {
+  type AddonAttempt,
+  type AddonMismatchError,
+  type AddonSpec,
+  addonCandidates,
+  detectLibc,
+  type Libc,
+  loadAddon,
+  loadedAddons,
+  platformPackageName,
+  platformTag,
+} from '@devexit/native/loader';
 export { BackendBase, type BackendOptions } from './backend.js';
 export {
   type Completed,
@@ -8,16 +20,14 @@ export {
   statusError,
 } from './completions.js';
 export {
-  type AddonAttempt,
-  type AddonSpec,
-  addonCandidates,
-  detectLibc,
-  type Libc,
-  loadAddon,
-  loadedAddons,
-  platformPackageName,
-  platformTag,
-} from './loader.js';
+  type CompilerWiring,
+  defineNativeBackend,
+  isRefusal,
+  type NativeBackendKit,
+  type NativeBackendSpec,
+  type NativeRefusal,
+  type Where,
+} from './defineNativeBackend.js';
 export { NativeDevice, type NativeDeviceOptions } from './nativeDevice.js';
 export {
   ARG_KIND,
@@ -42,6 +52,7 @@ export {
   checkKernelSource,
   checkLaunchArgs,
   checkOptions,
+  checkPath,
   checkRange,
   checkRead,
   checkScalar,

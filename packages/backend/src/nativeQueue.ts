@@ -43,9 +43,9 @@ export interface QueueAddon<H> extends CompletionAddon {
   closedFlag?(h: H): ArrayBuffer | undefined;
 }
 
-/** Operation codes of the batch (devexit_queue.hpp's QueueOp). */
+/** Operation codes of the batch (devexit_protocol.hpp's QueueOp; test/protocol.test.ts checks them). */
 const OP = { free: 2, fill: 5, copy: 6, launch: 7 } as const;
-/** Kernel argument kinds (devexit_queue.hpp's ArgKind, devexit_cpu_kernel.h's). */
+/** Kernel argument kinds (devexit_protocol.hpp's ArgKind, devexit_cpu_kernel.h's). */
 export const ARG_KIND = { buffer: 1, u32: 2, i32: 3, f32: 4 } as const;
 
 /** What NativeQueue needs from its device. */

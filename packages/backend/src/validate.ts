@@ -2,20 +2,27 @@ import {
   type ArgKind,
   BUILTIN_KERNELS,
   type BuiltinKernelName,
+  checkInteger,
   DevexitError,
   DevexitTypeError,
   invalidType,
   invalidValue,
   type KernelArg,
   type KernelParam,
+  outOfRange,
   outOfRangeError,
 } from '@devexit/core';
 
+export { checkInteger, checkPath } from '@devexit/core';
+
 /**
- * The one validator of every backend's entry points, with one wording: a bad argument is a
- * TypeError naming it (`code` ERR_INVALID_ARG_TYPE when its type is wrong, ERR_INVALID_ARG_VALUE
- * when its value is), a range past a buffer's end is ERR_DEVEXIT_OUT_OF_RANGE. Validation never
- * changes state: callers check everything first, then act.
+ * The backends' part of the one validator (core's validate.ts holds its primitives and wording,
+ * and checks integers and paths for both): kernel arguments, grids, buffer ranges. One code per
+ * mistake: ERR_INVALID_ARG_TYPE (a TypeError) for a value of the wrong type, ERR_OUT_OF_RANGE (a
+ * RangeError) for a number outside the range its argument allows, ERR_INVALID_ARG_VALUE (a
+ * TypeError) for any other refused value; a valid range past a buffer's end or past the device
+ * count is ERR_DEVEXIT_OUT_OF_RANGE. Validation never changes state: callers check everything
+ * first, then act.
  */
 export function argError(argument: string, expected: string, value: unknown, wrongType?: boolean): TypeError {
   return (wrongType ?? typeof value !== 'number')
@@ -27,19 +34,6 @@ const U32_MAX = 0xffffffff;
 
 function isInt(v: unknown): v is number {
   return typeof v === 'number' && Number.isSafeInteger(v);
-}
-
-/** An integer in [min, max]. */
-export function checkInteger(
-  value: unknown,
-  argument: string,
-  min = 0,
-  max = Number.MAX_SAFE_INTEGER,
-): number {
-  if (!isInt(value) || value < min || value > max) {
-    throw argError(argument, `an integer in ${min}..${max}`, value);
-  }
-  return value;
 }
 
 /** A device index, a byte count or an offset: an integer >= 0. */
@@ -74,7 +68,7 @@ export function checkData(data: unknown, argument = 'data'): Uint8Array {
 export function checkGrid(grid: unknown): [number, number, number] {
   const expected = 'an integer in 0..4294967295 or [x, y?, z?] of such integers';
   if (typeof grid === 'number') {
-    if (!isInt(grid) || grid < 0 || grid > U32_MAX) throw argError('grid', expected, grid);
+    if (!isInt(grid) || grid < 0 || grid > U32_MAX) throw outOfRange('grid', expected, grid);
     return [grid, 1, 1];
   }
   if (!Array.isArray(grid) || grid.length < 1 || grid.length > 3)
@@ -94,20 +88,31 @@ export type Scalar = { kind: 'u32' | 'i32' | 'f32'; value: number };
 const SCALAR_EXPECTED =
   'a buffer, or one of { u32 } (integer in 0..2^32-1), { i32 } (integer in -2^31..2^31-1), { f32 } (a number)';
 
-/** A scalar kernel argument: exactly one own key, u32 / i32 / f32, with a value in range. */
+const SCALAR_RANGE = {
+  u32: [0, U32_MAX],
+  i32: [-0x80000000, 0x7fffffff],
+} as const;
+
+/**
+ * A scalar kernel argument: exactly one own key, u32 / i32 / f32, with a value in range. The
+ * message says which part is wrong: `args[1].u32 must be an integer in 0..4294967295; got -1`.
+ */
 export function checkScalar(arg: unknown, argument: string): Scalar {
   if (typeof arg !== 'object' || arg === null || Array.isArray(arg))
     throw argError(argument, SCALAR_EXPECTED, arg, true);
   const keys = Object.keys(arg);
   const key = keys.length === 1 ? keys[0] : undefined;
-  const value = key === undefined ? undefined : (arg as Record<string, unknown>)[key];
-  const ok =
-    typeof value === 'number' &&
-    ((key === 'u32' && isInt(value) && value >= 0 && value <= U32_MAX) ||
-      (key === 'i32' && isInt(value) && value >= -0x80000000 && value <= 0x7fffffff) ||
-      key === 'f32');
-  if (!ok) throw argError(argument, SCALAR_EXPECTED, arg, typeof value !== 'number');
-  return { kind: key as Scalar['kind'], value: value as number };
+  if (key !== 'u32' && key !== 'i32' && key !== 'f32') {
+    const got = keys.length === 0 ? 'no keys' : `keys ${keys.slice(0, 4).join(', ')}`.slice(0, 80);
+    throw invalidType(argument, `${SCALAR_EXPECTED}; it has ${got}`, arg);
+  }
+  const value = (arg as Record<string, unknown>)[key];
+  if (key === 'f32') {
+    if (typeof value !== 'number') throw invalidType(`${argument}.f32`, 'a number', value);
+    return { kind: key, value };
+  }
+  const [min, max] = SCALAR_RANGE[key];
+  return { kind: key, value: checkInteger(value, `${argument}.${key}`, min, max) };
 }
 
 export type CheckedArg<B> = { kind: 'buffer'; buffer: B; size: number } | Scalar;
@@ -160,7 +165,7 @@ export function gridCount(grid: unknown): number {
   return typeof grid === 'number' && Number.isSafeInteger(grid) && grid >= 0 && grid <= U32_MAX ? grid : -1;
 }
 
-/** Kind codes of a launch's words (devexit_queue.hpp's ArgKind, @devexit/backend's ARG_KIND). */
+/** Kind codes of a launch's words (devexit_protocol.hpp's ArgKind, @devexit/backend's ARG_KIND). */
 const KIND_CODE = { buffer: 1, u32: 2, i32: 3, f32: 4 } as const;
 
 /** For each buffer parameter that names its element count: where the count comes from. */

@@ -22,7 +22,17 @@ describe('the one validator', () => {
     expect(checkGrid([2, 3])).toEqual([2, 3, 1]);
     expect(checkGrid([2, undefined, 4])).toEqual([2, 1, 4]);
     expect(checkGrid(2 ** 32 - 1)).toEqual([2 ** 32 - 1, 1, 1]);
-    for (const bad of [-1, 1.5, 2 ** 32, Number.NaN, '4', [], [1, 2, 3, 4], [undefined], [1, -1], null]) {
+    for (const bad of [-1, 1.5, 2 ** 32, Number.NaN]) {
+      expect(
+        code(() => checkGrid(bad)),
+        String(bad),
+      ).toMatchObject({
+        name: 'RangeError',
+        code: 'ERR_OUT_OF_RANGE',
+        message: expect.stringContaining('grid'),
+      });
+    }
+    for (const bad of ['4', [], [1, 2, 3, 4], [undefined], [1, -1], null]) {
       expect(
         code(() => checkGrid(bad)),
         String(bad),
@@ -35,20 +45,31 @@ describe('the one validator', () => {
     expect(checkScalar({ u32: 2 ** 32 - 1 }, 'a')).toEqual({ kind: 'u32', value: 2 ** 32 - 1 });
     expect(checkScalar({ i32: -(2 ** 31) }, 'a')).toEqual({ kind: 'i32', value: -(2 ** 31) });
     expect(checkScalar({ f32: Number.NaN }, 'a').kind).toBe('f32');
-    const refused = [
-      { u32: -1 },
-      { u32: 1.5 },
-      { u32: 2 ** 32 },
-      { u32: '1' },
-      { i32: 2 ** 31 },
-      { f32: '1' },
-      { u32: 1, i32: 1 },
-      {},
-      { u64: 1 },
-      null,
-      [1],
-      5,
-    ];
+    // Issue 18: { u32: -1 } was refused as "got an object"; the message now says what is wrong.
+    // Failed before (TypeError ERR_INVALID_ARG_VALUE "args[1] must be ...; got an object").
+    for (const [bad, message] of [
+      [{ u32: -1 }, 'devexit: args[1].u32 must be an integer in 0..4294967295; got -1'],
+      [{ u32: 1.5 }, 'devexit: args[1].u32 must be an integer in 0..4294967295; got 1.5'],
+      [{ u32: 2 ** 32 }, 'devexit: args[1].u32 must be an integer in 0..4294967295; got 4294967296'],
+      [
+        { i32: 2 ** 31 },
+        'devexit: args[1].i32 must be an integer in -2147483648..2147483647; got 2147483648',
+      ],
+    ] as const) {
+      expect(
+        code(() => checkScalar(bad, 'args[1]')),
+        JSON.stringify(bad),
+      ).toEqual({
+        name: 'RangeError',
+        code: 'ERR_OUT_OF_RANGE',
+        message,
+      });
+    }
+    expect(code(() => checkScalar({ u32: '1' }, 'args[1]'))).toMatchObject({
+      code: 'ERR_INVALID_ARG_TYPE',
+      message: expect.stringContaining('args[1].u32 must be an integer'),
+    });
+    const refused = [{ f32: '1' }, { u32: 1, i32: 1 }, {}, { u64: 1 }, null, [1], 5];
     for (const bad of refused) {
       expect(
         code(() => checkScalar(bad, 'args[1]')),
@@ -63,10 +84,14 @@ describe('the one validator', () => {
 
   it('sizes and u32 values', () => {
     expect(checkSize(0, 'bytes')).toBe(0);
-    expect(code(() => checkSize(-1, 'bytes'))).toMatchObject({ code: 'ERR_INVALID_ARG_VALUE' });
+    // One code per mistake: a number out of its range is ERR_OUT_OF_RANGE here as in core.
+    expect(code(() => checkSize(-1, 'bytes'))).toMatchObject({
+      name: 'RangeError',
+      code: 'ERR_OUT_OF_RANGE',
+    });
     expect(code(() => checkSize('1', 'bytes'))).toMatchObject({ code: 'ERR_INVALID_ARG_TYPE' });
     expect(checkU32(2 ** 32 - 1, 'value')).toBe(2 ** 32 - 1);
-    expect(code(() => checkU32(-1, 'value'))).toMatchObject({ code: 'ERR_INVALID_ARG_VALUE' });
+    expect(code(() => checkU32(-1, 'value'))).toMatchObject({ code: 'ERR_OUT_OF_RANGE' });
   });
 
   it('launch args against a built-in signature: kinds, count, and n that fits the buffers', () => {

@@ -71,6 +71,8 @@ export function checkDeviceId(device: unknown, argument: string): DeviceId {
   };
 }
 
+/** `cpu:0`. A value that is not a DeviceId is refused (it used to print "typeundefined:undefined"). */
 export function formatDeviceId(device: DeviceId): string {
-  return `${deviceTypeName(device.type)}:${device.index}`;
+  const { type, index } = checkDeviceId(device, 'device');
+  return `${deviceTypeName(type)}:${index}`;
 }

@@ -65,6 +65,7 @@ export const isExiting: () => boolean = isExitingImpl;
 export { type CloseReportEntry, formatReportLine, parseReportLines } from './report.js';
 export {
   DEFAULT_TIMEOUT_MS,
+  envChoice,
   envInteger,
   envSwitch,
   type Layers,
@@ -83,6 +84,8 @@ export { type TerminateOptions, terminate } from './terminate.js';
 export type { NativeBridge, SettingsUpdate, WatchSpec, WorkersMode } from './types.js';
 export {
   type ArgumentErrorCode,
+  checkInteger,
+  checkPath,
   DevexitRangeError,
   DevexitTypeError,
   invalidType,

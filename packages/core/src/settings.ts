@@ -249,11 +249,36 @@ export function settings(): Settings {
  * A whole-number setting of a backend (DEVEXIT_CPU_THREADS, ...), with the same grammar and
  * warnings as core's own: `fallback` when unset or ignored.
  */
-export function envInteger(name: string, range: { min: number; max: number }, fallback: number): number {
+export function envInteger(
+  name: string,
+  range: { min: number; max: number },
+  fallback: number,
+  env: NodeJS.ProcessEnv = process.env,
+): number {
   const warnings: string[] = [];
-  const n = parseEnvInteger(name, process.env[name], range, warnings);
+  const n = parseEnvInteger(name, env[name], range, warnings);
   for (const w of warnings) warnOnce(w);
   return n ?? fallback;
+}
+
+/**
+ * A setting of a backend that is one word of `choices` (DEVEXIT_WGPU_BACKEND), with core's
+ * grammar: trimmed, case-insensitive, a warning naming the variable for anything else, and
+ * `fallback` when unset or ignored.
+ */
+export function envChoice<T extends string>(
+  name: string,
+  choices: readonly T[],
+  fallback: T | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): T | undefined {
+  const raw = env[name];
+  const value = raw?.trim().toLowerCase();
+  if (!value) return fallback;
+  const found = choices.find((c) => c.toLowerCase() === value);
+  if (found !== undefined) return found;
+  warnOnce(ignored(name, raw ?? '', `one of ${choices.join(', ')}`));
+  return fallback;
 }
 
 /** A switch setting of a backend, with core's grammar: `fallback` when unset or ignored. */

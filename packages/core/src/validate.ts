@@ -73,12 +73,32 @@ export function outOfRange(argument: string, expected: string, value: unknown): 
   return new DevexitRangeError(`devexit: ${argument} must be ${expected}; got ${describe(value)}`);
 }
 
-/** An integer in [min, max]: ERR_INVALID_ARG_TYPE for a non-number, ERR_OUT_OF_RANGE otherwise. */
-export function checkInteger(value: unknown, argument: string, min: number, max: number): number {
+/**
+ * An integer in [min, max]: ERR_INVALID_ARG_TYPE for a non-number, ERR_OUT_OF_RANGE for any other
+ * number (negative, fractional, NaN, too large), as Node's own validators do. Every entry point of
+ * core and of the backends checks integers here: deviceId('cpu', -1) and backend.open(-1) fail alike.
+ */
+export function checkInteger(
+  value: unknown,
+  argument: string,
+  min = 0,
+  max: number = Number.MAX_SAFE_INTEGER,
+): number {
   if (typeof value !== 'number') throw invalidType(argument, `an integer in ${min}..${max}`, value);
   if (!Number.isInteger(value) || value < min || value > max) {
     throw outOfRange(argument, `an integer in ${min}..${max}`, value);
   }
+  return value;
+}
+
+/**
+ * A file path from the caller: a non-empty string without NUL (the C side would cut the path at
+ * the NUL and use another file: loadKernel('/tmp/a\0b') opened /tmp/a).
+ */
+export function checkPath(value: unknown, argument: string): string {
+  const rule = 'a file path (a non-empty string without NUL characters)';
+  if (typeof value !== 'string') throw invalidType(argument, rule, value);
+  if (value.length === 0 || value.includes('\0')) throw invalidValue(argument, rule, value);
   return value;
 }
 

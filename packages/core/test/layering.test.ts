@@ -11,6 +11,9 @@ function importsOf(file: string): string[] {
   for (const m of text.matchAll(/(?:import|export)\s[^;]*?from\s+'\.\/([A-Za-z0-9]+)\.js'/g))
     out.add(`${m[1]}.ts`);
   for (const m of text.matchAll(/import\('\.\/([A-Za-z0-9]+)\.js'\)/g)) out.add(`${m[1]}.ts`);
+  // Side-effect imports and require() make edges too.
+  for (const m of text.matchAll(/import\s+'\.\/([A-Za-z0-9]+)\.js'/g)) out.add(`${m[1]}.ts`);
+  for (const m of text.matchAll(/require\('\.\/([A-Za-z0-9]+)(?:\.js)?'\)/g)) out.add(`${m[1]}.ts`);
   return [...out];
 }
 

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import {
   BUILTIN_DEVICE_TYPES,
+  checkInteger,
+  checkPath,
   closeAtExit,
   closeServices,
   configure,
@@ -10,6 +12,8 @@ import {
   describeValue,
   deviceId,
   deviceType,
+  envChoice,
+  formatDeviceId,
   isExiting,
 } from '../src/index.js';
 
@@ -84,5 +88,52 @@ describe('bad input changes no state', () => {
       expect(deviceType(name)).toBeGreaterThanOrEqual(16);
     }
     expect(Object.getPrototypeOf(BUILTIN_DEVICE_TYPES)).toBe(null);
+  });
+});
+
+// Issue 18: one validator. formatDeviceId(NaN) printed "typeundefined:undefined" and paths with a
+// NUL reached C, which stops at the NUL (loadKernel('/tmp/a\0b') opened /tmp/a). Both failed before.
+describe('one validator for every entry point', () => {
+  it('formatDeviceId refuses what is not a DeviceId', () => {
+    expect(formatDeviceId(deviceId('cpu', 2))).toBe('cpu:2');
+    expect(thrown(() => formatDeviceId(Number.NaN as never)).code).toBe('ERR_INVALID_ARG_TYPE');
+    expect(thrown(() => formatDeviceId({ type: 1, index: -1 })).code).toBe('ERR_OUT_OF_RANGE');
+  });
+
+  it('checkPath: a non-empty string without NUL', () => {
+    expect(checkPath('/tmp/k.so', 'path')).toBe('/tmp/k.so');
+    expect(thrown(() => checkPath('/tmp/a\0b', 'path'))).toMatchObject({
+      code: 'ERR_INVALID_ARG_VALUE',
+      message: expect.stringContaining('without NUL'),
+    });
+    expect(thrown(() => checkPath('', 'path')).code).toBe('ERR_INVALID_ARG_VALUE');
+    expect(thrown(() => checkPath(7, 'path')).code).toBe('ERR_INVALID_ARG_TYPE');
+    expect(thrown(() => checkPath(`/${'x'.repeat(5000)}\0`, 'path')).message.length).toBeLessThan(300);
+  });
+
+  it('checkInteger: ERR_OUT_OF_RANGE for any number outside, as Node', () => {
+    expect(checkInteger(3, 'n', 0, 4)).toBe(3);
+    for (const v of [-1, 1.5, Number.NaN, 5])
+      expect(thrown(() => checkInteger(v, 'n', 0, 4)).code).toBe('ERR_OUT_OF_RANGE');
+    expect(thrown(() => checkInteger('1', 'n', 0, 4)).code).toBe('ERR_INVALID_ARG_TYPE');
+  });
+
+  it('envChoice: trimmed, any case, a warning naming the variable, the default kept', async () => {
+    const warnings: string[] = [];
+    const listener = (w: Error) => warnings.push(w.message);
+    process.on('warning', listener);
+    try {
+      expect(envChoice('DEVEXIT_TEST_CHOICE', ['a', 'b'] as const, 'a', { DEVEXIT_TEST_CHOICE: ' B ' })).toBe(
+        'b',
+      );
+      expect(envChoice('DEVEXIT_TEST_CHOICE', ['a', 'b'] as const, 'a', {})).toBe('a');
+      expect(envChoice('DEVEXIT_TEST_CHOICE', ['a', 'b'] as const, 'a', { DEVEXIT_TEST_CHOICE: 'zz' })).toBe(
+        'a',
+      );
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings).toContain('devexit: ignoring DEVEXIT_TEST_CHOICE="zz": expected one of a, b');
+    } finally {
+      process.off('warning', listener);
+    }
   });
 });

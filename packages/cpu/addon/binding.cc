@@ -29,19 +29,13 @@ Napi::Value Probe(const Napi::CallbackInfo &info) {
   return out;
 }
 
-// open(index, threads) -> handle of the process-wide device, its queue service started; or a
-// status number when it is refused (closed, exiting).
+// open(index, threads) -> handle of the process-wide device, its queue service started; or
+// { status, error } (the one failure shape, devexit_queue_binding.hpp) when it is refused.
 Napi::Value Open(const Napi::CallbackInfo &info) {
-  Napi::Env env = info.Env();
   uint32_t index = devexit::queue_binding::U32(info, 0);
   uint32_t threads = devexit::queue_binding::U32(info, 1);
   std::string error;
-  CpuQueue *q = OpenDevice(index, threads ? threads : DefaultThreads(), &error);
-  if (!q) throw Napi::Error::New(env, "devexit: cpu: " + error);
-  int status = q->Open(&error);
-  if (status == devexit::kStartFailed) throw Napi::Error::New(env, "devexit: cpu: cannot start cpu:" + std::to_string(index) + ": " + error);
-  if (status != devexit::kOk) return Napi::Number::New(env, status);
-  return devexit::queue_binding::Handle(env, q);
+  return devexit::queue_binding::OpenDevice(info.Env(), OpenDevice(index, threads ? threads : DefaultThreads(), &error), &error);
 }
 
 Napi::Value Threads(const Napi::CallbackInfo &info) {

@@ -89,8 +89,8 @@ void CpuQueue::VendorRelease() {
   if (pool_) pool_->Stop();
 }
 
-CpuQueue *OpenDevice(uint32_t index, unsigned threads, std::string *error) {
-  return devexit::DeviceSlots<CpuQueue>::Get().Open("cpu", index, error, [&](devexit_device_id id) {
+devexit::ServiceRef<CpuQueue> OpenDevice(uint32_t index, unsigned threads, std::string *error) {
+  return devexit::ServiceSlots<CpuQueue>::Get().Open("cpu", index, error, [&](devexit_device_id id) {
     return new CpuQueue(id, threads);
   });
 }

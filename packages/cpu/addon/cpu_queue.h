@@ -38,8 +38,8 @@ class CpuQueue : public devexit::QueueService {
   const KernelEntry *last_kernel_ = nullptr;
 };
 
-// The process-wide device for `index`: a new one when there is none or the last one closed
-// (a closed one stays allocated: the registry or another realm may still point to it).
-CpuQueue *OpenDevice(uint32_t index, unsigned threads, std::string *error);
+// The process-wide device for `index`: a new one when there is none, or the last one closed or
+// failed to start.
+devexit::ServiceRef<CpuQueue> OpenDevice(uint32_t index, unsigned threads, std::string *error);
 
 }  // namespace devexit_cpu

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { loadAddon, type QueueAddon } from '@devexit/backend';
+import type { AddonSpec, QueueAddon } from '@devexit/backend';
 
 /** Opaque handle of a process-wide native cpu device. */
 export type NativeHandle = { readonly __brand: 'devexit-cpu-device' };
@@ -13,21 +13,16 @@ export interface CpuAddon extends QueueAddon<NativeHandle> {
     registry: boolean;
     registryError?: string;
   };
-  /** The device's queue service, started; or a status when refused (closed, exiting). */
-  open(index: number, threads: number): NativeHandle | number;
+  /** The device's queue service, started; or the native failure shape when refused. */
+  open(index: number, threads: number): NativeHandle | { status: number; error: string };
   threads(h: NativeHandle): number;
   loadKernel(path: string, entry: string): number;
 }
 
-let addon: CpuAddon | undefined;
-
-/** The addon (index.ts loaded @devexit/native first): DEVEXIT_CPU_ADDON, a local build, or the prebuild. */
-export function cpuAddon(): CpuAddon {
-  if (addon) return addon;
-  addon = loadAddon<CpuAddon>({
-    name: 'devexit_cpu',
-    packageDir: join(__dirname, '..'),
-    envVar: 'DEVEXIT_CPU_ADDON',
-  });
-  return addon;
-}
+/** devexit_cpu.node: DEVEXIT_CPU_ADDON, a local build, or the prebuild. */
+export const ADDON: AddonSpec = {
+  name: 'devexit_cpu',
+  packageDir: join(__dirname, '..'),
+  envVar: 'DEVEXIT_CPU_ADDON',
+  exports: ['probe', 'open', 'threads', 'loadKernel', 'submit'],
+};

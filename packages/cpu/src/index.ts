@@ -4,34 +4,51 @@ import '@devexit/native';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { BackendBase, backendError, Completions, NativeDevice, Status, statusError } from '@devexit/backend';
-import type { Backend, ProbeResult } from '@devexit/core';
-import { type CpuAddon, cpuAddon, type NativeHandle } from './addon.js';
+import { checkPath, defineNativeBackend, NativeDevice, Status } from '@devexit/backend';
+import type { Backend } from '@devexit/core';
+import { ADDON, type CpuAddon, type NativeHandle } from './addon.js';
 import { configuredDeviceCount, configuredThreads } from './settings.js';
 
 export { configuredDeviceCount } from './settings.js';
 
 const VERSION: string = (require('../package.json') as { version: string }).version;
+const versions = (): Record<string, string> => ({ '@devexit/cpu': VERSION, node: process.versions.node });
 
-let completions: Completions | undefined;
-
-function realm(addon: CpuAddon): Completions {
-  if (!completions) {
-    completions = new Completions(addon);
-    completions.onClosed = (index, service) => {
-      if (service === 'queue') cpu.devices.get(index)?.closedElsewhere();
-    };
-  }
-  return completions;
-}
+const cpu = defineNativeBackend<CpuAddon, NativeHandle>({
+  name: 'cpu',
+  addon: ADDON,
+  versions,
+  probe(addon) {
+    const count = configuredDeviceCount();
+    const v = versions();
+    const info = addon.probe();
+    v.compiler = info.compiler;
+    v.kernelAbi = String(info.kernelAbi);
+    if (!info.registry)
+      return { available: false, reason: info.registryError ?? 'registry not found', versions: v };
+    const threads = configuredThreads() || info.defaultThreads;
+    return { available: true, devices: count, versions: v, details: `${threads} threads per device` };
+  },
+  device(index, kit) {
+    const addon = kit.addon();
+    const threads = configuredThreads() || addon.probe().defaultThreads;
+    return new NativeDevice<NativeHandle>(
+      kit.deviceOptions(
+        index,
+        `cpu (${threads} threads)`,
+        () => addon.open(index, threads),
+        async (_d, source, entry) => loadUserKernel(addon, source, entry),
+      ),
+    );
+  },
+});
 
 // dlopen needs a file: bytes go to a private temp file, removed once the object is loaded.
 function loadUserKernel(addon: CpuAddon, source: string | Uint8Array, entry: string): number {
   let path: string;
   let dir: string | undefined;
   if (typeof source === 'string') {
-    if (source.length === 0) throw backendError('cpu', 'loadKernel: source is an empty path');
-    path = source;
+    path = checkPath(source, 'source');
   } else {
     dir = mkdtempSync(join(tmpdir(), 'devexit-cpu-'));
     path = join(dir, 'kernel.so');
@@ -40,56 +57,19 @@ function loadUserKernel(addon: CpuAddon, source: string | Uint8Array, entry: str
   try {
     return addon.loadKernel(path, entry);
   } catch (err) {
-    throw backendError('cpu', `cannot load kernel ${entry} from ${path}: ${(err as Error).message}`);
+    // dlerror's text names the path too: cut there as well.
+    const why = (err as Error).message.split(path).join(describePath(path));
+    throw cpu.error(`cannot load kernel ${entry} from ${describePath(path)}: ${why}`);
   } finally {
     if (dir) rmSync(dir, { recursive: true, force: true });
   }
 }
 
-function createDevice(index: number): NativeDevice<NativeHandle> {
-  const addon = cpuAddon();
-  const threads = configuredThreads() || addon.probe().defaultThreads;
-  const device: NativeDevice<NativeHandle> = new NativeDevice<NativeHandle>({
-    backend: 'cpu',
-    index,
-    name: `cpu (${threads} threads)`,
-    addon,
-    completions: realm(addon),
-    open: () => {
-      const h = addon.open(index, threads);
-      if (typeof h === 'number')
-        throw statusError(h, { backend: 'cpu', device: device.id, what: 'start the queue' });
-      return h;
-    },
-    loadKernel: async (_d, source, entry) => loadUserKernel(addon, source, entry),
-    onClosed: (d) => cpu.forget(index, d),
-  });
-  return device;
+function describePath(path: string): string {
+  return path.length <= 80 ? path : `${path.slice(0, 79)}… (${path.length} characters)`;
 }
 
-const cpu = new BackendBase<NativeDevice<NativeHandle>>({
-  name: 'cpu',
-  probe(): ProbeResult {
-    const count = configuredDeviceCount();
-    const versions: Record<string, string> = { '@devexit/cpu': VERSION, node: process.versions.node };
-    if (typeof count === 'string') return { available: false, reason: count, versions };
-    let info: ReturnType<CpuAddon['probe']>;
-    try {
-      info = cpuAddon().probe();
-    } catch (err) {
-      return { available: false, reason: (err as Error).message, versions };
-    }
-    versions.compiler = info.compiler;
-    versions.kernelAbi = String(info.kernelAbi);
-    if (!info.registry)
-      return { available: false, reason: info.registryError ?? 'registry not found', versions };
-    const threads = configuredThreads() || info.defaultThreads;
-    return { available: true, devices: count, versions, details: `${threads} threads per device` };
-  },
-  create: createDevice,
-});
-
 /** The cpu backend: CPU devices, each a native queue thread with a pool of kernel threads. */
-export const backend: Backend = cpu;
+export const backend: Backend = cpu.backend;
 export type { CpuAddon } from './addon.js';
 export { Status };

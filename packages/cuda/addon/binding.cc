@@ -8,6 +8,7 @@
 #include "compiler.h"
 #include "cuda_api.h"
 #include "cuda_queue.h"
+#include "devexit_compiler_binding.hpp"
 #include "devexit_queue_binding.hpp"
 #include "nvrtc_api.h"
 
@@ -18,18 +19,8 @@ using devexit::queue_binding::Index;
 using devexit::queue_binding::Number;
 using devexit::queue_binding::U32;
 
-std::string Str(const Napi::CallbackInfo &info, size_t i) {
-  if (!info[i].IsString()) throw Napi::TypeError::New(info.Env(), "devexit: argument " + std::to_string(i) + " must be a string");
-  return info[i].As<Napi::String>().Utf8Value();
-}
-
-Napi::Object Failure(Napi::Env env, int status, const std::string &error, const std::string &name = "") {
-  Napi::Object o = Napi::Object::New(env);
-  o["status"] = status;
-  o["error"] = error;
-  if (!name.empty()) o["errorName"] = name;
-  return o;
-}
+using devexit::compiler_binding::Str;
+using devexit::queue_binding::Failure;
 
 // probe(): loads libcuda and NVRTC, runs cuInit once per process and counts devices. Never throws
 // for CUDA's sake: what failed is in the answer.
@@ -84,7 +75,7 @@ Napi::Value DeviceInfo(const Napi::CallbackInfo &info) {
   const int index = static_cast<int>(U32(info, 0));
   std::string error;
   const CudaApi *api = LoadCuda(&error);
-  if (!api) return Failure(env, devexit::kStartFailed, error);
+  if (!api) return Failure(env, devexit::kStartFailed, error, "", true);
   auto fail = [&](const char *call, CUresult r) {
     return Failure(env, devexit::kVendorError, std::string(call) + " failed: " + DescribeCuda(api, r), CudaErrorName(api, r));
   };
@@ -116,12 +107,8 @@ Napi::Value Open(const Napi::CallbackInfo &info) {
   const std::string arch = Str(info, 1);
   std::string error;
   const CudaApi *api = LoadCuda(&error);
-  if (!api) return Failure(env, devexit::kStartFailed, error);
-  CudaQueue *q = OpenDevice(api, index, arch, &error);
-  if (!q) return Failure(env, devexit::kStartFailed, error);
-  int status = q->Open(&error);
-  if (status != devexit::kOk) return Failure(env, status, error, status == devexit::kStartFailed ? q->start_error_name() : "");
-  return devexit::queue_binding::Handle(env, q);
+  if (!api) return Failure(env, devexit::kStartFailed, error, "", true);
+  return devexit::queue_binding::OpenDevice(env, OpenDevice(api, index, arch, &error), &error, &CudaQueue::start_error_name);
 }
 
 // loadModule(handle, image, entry, id) -> status; id settles with the new kernel's id (value).
@@ -157,28 +144,14 @@ Napi::Value StartCompiler(const Napi::CallbackInfo &info) {
 // compile(source, name, options, builtinArch, id) -> status; id settles with the PTX (data) and
 // the compile's milliseconds (value).
 Napi::Value Compile(const Napi::CallbackInfo &info) {
-  Napi::Env env = info.Env();
-  CompileCommand c;
-  c.source = Str(info, 0);
-  c.name = Str(info, 1);
-  if (!info[2].IsArray()) throw Napi::TypeError::New(env, "devexit: compile options must be an array");
-  Napi::Array opts = info[2].As<Napi::Array>();
-  for (uint32_t i = 0; i < opts.Length(); i++) {
-    Napi::Value o = opts.Get(i);
-    if (!o.IsString()) throw Napi::TypeError::New(env, "devexit: compile options must be strings");
-    c.options.push_back(o.As<Napi::String>().Utf8Value());
-  }
-  c.builtin_arch = Str(info, 3);
-  c.completion = Number(info, 4);
-  c.sink = devexit::queue_binding::Sink(env);
-  Compiler *compiler = RunningCompiler();
-  if (!compiler) return Napi::Number::New(env, devexit::ProcessExiting() ? devexit::kExiting : devexit::kClosed);
-  return Napi::Number::New(env, compiler->Enqueue(std::move(c)));
+  devexit::CompileJob job = devexit::compiler_binding::Job(info, 4);
+  job.builtin_arch = Str(info, 3);
+  return devexit::compiler_binding::Submit(info.Env(), RunningCompiler().get(), std::move(job));
 }
 
 Napi::Value CompilerState(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
-  Compiler *c = RunningCompiler();
+  devexit::ServiceRef<Compiler> c = RunningCompiler();
   if (!c) return env.Null();
   Napi::Object out = Napi::Object::New(env);
   out["keepalive"] = static_cast<int>(c->keepalive());
@@ -192,29 +165,15 @@ Napi::Value CompilerState(const Napi::CallbackInfo &info) {
   return out;
 }
 
-// compilerDrain(id) -> status: stop accepting; id settles once every queued compile ran.
 Napi::Value CompilerDrain(const Napi::CallbackInfo &info) {
-  Napi::Env env = info.Env();
-  Compiler *c = RunningCompiler();
-  if (!c) return Napi::Number::New(env, devexit::kClosed);
-  CompileCommand marker;
-  marker.kind = CompileCommand::Kind::kDrained;
-  marker.completion = Number(info, 0);
-  marker.sink = devexit::queue_binding::Sink(env);
-  return Napi::Number::New(env, c->StopAccepting(std::move(marker)) ? devexit::kOk : devexit::kClosed);
+  return devexit::compiler_binding::Drain(info, RunningCompiler().get());
 }
 
-// compilerClose() -> undefined | error: unregister and close now (after a drain, nothing is queued).
 Napi::Value CompilerClose(const Napi::CallbackInfo &info) {
-  Napi::Env env = info.Env();
-  Compiler *c = RunningCompiler();
-  if (!c) return env.Undefined();
-  std::string error;
-  if (devexit::CloseExplicitly(c->id(), "compiler", c, &error) != 0) return Napi::String::New(env, error);
-  return env.Undefined();
+  return devexit::compiler_binding::Close(info.Env(), RunningCompiler().get());
 }
 
-Napi::Value BuiltinSource(const Napi::CallbackInfo &info) { return Napi::String::New(info.Env(), kBuiltinSource); }
+Napi::Value BuiltinSource(const Napi::CallbackInfo &info) { return Napi::String::New(info.Env(), devexit::kGpuBuiltinSource); }
 
 Napi::Value BuiltinsCompiled(const Napi::CallbackInfo &info) {
   BuiltinPtx b;

@@ -124,34 +124,21 @@ bool CudaQueue::EnsureBuiltins() {
   CUmodule mod = nullptr;
   if (!Ok(api_->cuModuleLoadData(&mod, b.ptx.c_str()), "cuModuleLoadData(built-in kernels)")) return false;
   modules_.push_back(mod);
-  CUfunction found[kBuiltinCount] = {};
-  for (int i = 0; i < kBuiltinCount; i++)
-    if (!Ok(api_->cuModuleGetFunction(&found[i], mod, kBuiltinNames[i]), "cuModuleGetFunction(built-in kernel)"))
+  CUfunction found[devexit::kBuiltinCount] = {};
+  for (uint32_t i = 0; i < devexit::kBuiltinCount; i++)
+    if (!Ok(api_->cuModuleGetFunction(&found[i], mod, devexit::kBuiltins[i].name), "cuModuleGetFunction(built-in kernel)"))
       return false;
-  for (int i = 0; i < kBuiltinCount; i++) builtins_[i] = found[i];
+  for (uint32_t i = 0; i < devexit::kBuiltinCount; i++) builtins_[i] = found[i];
   return true;
 }
 
 bool CudaQueue::VendorLaunch(int32_t kernel, const uint32_t grid[3], std::vector<devexit::ResolvedArg> &args) {
   if (gone_) return false;
+  // The shared queue checked a built-in's arguments and buffers before this call.
   CUfunction f = nullptr;
-  bool sum = false;
   if (kernel < 0) {
-    const int32_t b = -1 - kernel;
-    if (b >= kBuiltinCount) {
-      Fail(devexit::kBadArgs, "launch: built-in kernel " + std::to_string(kernel) + " does not exist");
-      return false;
-    }
-    const std::string kinds = kBuiltinKinds[b];
-    bool match = args.size() == kinds.size();
-    for (size_t i = 0; match && i < args.size(); i++) match = args[i].kind == static_cast<uint32_t>(kinds[i]);
-    if (!match) {
-      Fail(devexit::kBadArgs, std::string("launch ") + kBuiltinNames[b] + ": arguments do not match its signature");
-      return false;
-    }
     if (!EnsureBuiltins()) return false;
-    f = builtins_[b];
-    sum = b == 3;
+    f = builtins_[-1 - kernel];
   } else {
     auto it = kernels_.find(kernel);
     if (it == kernels_.end()) {
@@ -167,11 +154,9 @@ bool CudaQueue::VendorLaunch(int32_t kernel, const uint32_t grid[3], std::vector
     values_[i] = args[i].kind == devexit::kArgBuffer ? static_cast<uint64_t>(Dptr(args[i].ptr)) : args[i].bits;
     params_[i] = &values_[i];
   }
-  const unsigned gx = sum ? 1 : static_cast<unsigned>((uint64_t{grid[0]} + kBlock - 1) / kBlock);
-  const unsigned gy = sum ? 1 : grid[1];
-  const unsigned gz = sum ? 1 : grid[2];
-  const unsigned bx = sum ? kSumBlock : kBlock;
-  if (!Ok(api_->cuLaunchKernel(f, gx, gy, gz, bx, 1, 1, 0, stream_, params_.empty() ? nullptr : params_.data(), nullptr),
+  const devexit::GpuLaunchShape shape = devexit::LaunchShape(kernel, grid, kBlock);
+  if (!Ok(api_->cuLaunchKernel(f, shape.blocks[0], shape.blocks[1], shape.blocks[2], shape.threads, 1, 1, 0, stream_,
+                               params_.empty() ? nullptr : params_.data(), nullptr),
           "cuLaunchKernel"))
     return false;
   dirty_ = true;
@@ -235,8 +220,9 @@ void CudaQueue::VendorRelease() {
   context_ = nullptr;
 }
 
-CudaQueue *OpenDevice(const CudaApi *api, uint32_t index, const std::string &arch, std::string *error) {
-  return devexit::DeviceSlots<CudaQueue>::Get().Open("cuda", index, error, [&](devexit_device_id id) {
+devexit::ServiceRef<CudaQueue> OpenDevice(const CudaApi *api, uint32_t index, const std::string &arch,
+                                          std::string *error) {
+  return devexit::ServiceSlots<CudaQueue>::Get().Open("cuda", index, error, [&](devexit_device_id id) {
     return new CudaQueue(id, api, arch);
   });
 }

@@ -58,15 +58,16 @@ class CudaQueue : public devexit::QueueService {
   std::vector<std::vector<uint8_t>> staging_;  // host data of copies the stream may still read
   uint64_t staged_bytes_ = 0;
   std::vector<CUmodule> modules_;
-  CUfunction builtins_[kBuiltinCount] = {};
+  CUfunction builtins_[devexit::kBuiltinCount] = {};
   std::unordered_map<int32_t, CUfunction> kernels_;
   int32_t next_kernel_ = 1;
   std::vector<uint64_t> values_;
   std::vector<void *> params_;
 };
 
-// The process-wide device for `index`: a new one when there is none or the last one closed (a
-// closed one stays allocated: the registry or another realm may still point to it).
-CudaQueue *OpenDevice(const CudaApi *api, uint32_t index, const std::string &arch, std::string *error);
+// The process-wide device for `index`: a new one when there is none, or the last one closed or
+// failed to start.
+devexit::ServiceRef<CudaQueue> OpenDevice(const CudaApi *api, uint32_t index, const std::string &arch,
+                                          std::string *error);
 
 }  // namespace devexit_cuda

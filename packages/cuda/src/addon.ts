@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { loadAddon, type QueueAddon } from '@devexit/backend';
+import type { AddonSpec, QueueAddon } from '@devexit/backend';
 
 /** Opaque handle of a process-wide native CUDA device (its queue service). */
 export type NativeHandle = { readonly __brand: 'devexit-cuda-device' };
@@ -73,23 +73,13 @@ export interface CudaAddon extends QueueAddon<NativeHandle> {
   builtinsCompiled(arch: string): boolean;
 }
 
-let addon: CudaAddon | undefined;
-
 /**
- * @devexit/native first (the registry the addon registers its closes with), then the addon:
- * DEVEXIT_CUDA_ADDON, a local build, or the prebuild. Loading it loads no CUDA library.
+ * devexit_cuda.node: DEVEXIT_CUDA_ADDON, a local build, or the prebuild. Loading it loads no CUDA
+ * library.
  */
-export function cudaAddon(): CudaAddon {
-  if (addon) return addon;
-  require('@devexit/native');
-  addon = loadAddon<CudaAddon>({
-    name: 'devexit_cuda',
-    packageDir: join(__dirname, '..'),
-    envVar: 'DEVEXIT_CUDA_ADDON',
-  });
-  return addon;
-}
-
-export function isFailure(v: unknown): v is NativeFailure {
-  return typeof v === 'object' && v !== null && typeof (v as NativeFailure).status === 'number';
-}
+export const ADDON: AddonSpec = {
+  name: 'devexit_cuda',
+  packageDir: join(__dirname, '..'),
+  envVar: 'DEVEXIT_CUDA_ADDON',
+  exports: ['probe', 'open', 'deviceInfo', 'compilerDrain', 'submit'],
+};

@@ -1,16 +1,8 @@
-import { argError, backendError, checkOptions, Status, statusError } from '@devexit/backend';
-import {
-  abortError,
-  checkSignal,
-  type DeviceId,
-  deviceClosedError,
-  deviceId,
-  exitingError,
-  isExiting,
-} from '@devexit/core';
-import { cudaAddon, type NativeCompilerState } from './addon.js';
+import { argError, checkOptions, Status } from '@devexit/backend';
+import { abortError, checkSignal, type DeviceId } from '@devexit/core';
+import type { NativeCompilerState } from './addon.js';
+import { compileChecked, cuda, startCompilerService } from './cuda.js';
 import { ARCH } from './kernels.js';
-import { onServiceClosed, realm } from './realm.js';
 
 export interface CompileOptions {
   /** The target: sm_90, compute_90 (PTX the driver compiles further), sm_90a. Omitted: NVRTC's default. */
@@ -35,48 +27,13 @@ export interface CompilerOptions {
 }
 
 const KEEPALIVE = { nvrtc: 1, cuda: 2 } as const;
-const pending = new Set<number>();
-let id: DeviceId | undefined;
 
 /** The compiler service's pseudo-device: cuda-host:0 (it belongs to no GPU). */
 export function compilerId(): DeviceId {
-  id ??= deviceId('cuda-host', 0);
-  return id;
+  return cuda.compiler().id;
 }
 
-const where = (what: string) => ({ backend: 'cuda', device: compilerId(), what });
-
-function start(keepalive: number, intervalUs: number): void {
-  if (isExiting()) throw exitingError('start the NVRTC compiler');
-  const addon = cudaAddon();
-  realm();
-  onServiceClosed('compiler', () => {
-    // The notice may be about a compiler that a running one has since replaced.
-    if (addon.compilerState()) return;
-    realm().rejectAll(pending, () => deviceClosedError(compilerId(), 'compile'));
-  });
-  const r = addon.startCompiler(keepalive, intervalUs);
-  if (r.status !== Status.ok) throw statusError(r.status, where('start the NVRTC compiler'), r.error);
-}
-
-/** Compiles on the compiler service and settles with the PTX text. Arguments are checked. */
-export function compileChecked(
-  source: string,
-  name: string,
-  options: string[],
-  builtinArch = '',
-  signal?: AbortSignal,
-): Promise<string> {
-  start(0, 0);
-  const addon = cudaAddon();
-  return realm().expect(
-    pending,
-    where('compile'),
-    (n) => addon.compile(source, name, options, builtinArch, n),
-    (r) => Buffer.from(r.data ?? new Uint8Array(0)).toString('utf8'),
-    signal,
-  );
-}
+const start = startCompilerService;
 
 /** Checks compile()'s arguments; the NVRTC options they make. */
 export function compileArgs(
@@ -130,14 +87,15 @@ export function startCompiler(options: CompilerOptions = {}): NativeCompilerStat
   if (typeof interval !== 'number' || !Number.isInteger(interval) || interval < 0 || interval > 10_000_000)
     throw argError('options.intervalUs', 'an integer in 0..10000000', interval);
   start(o.keepalive ? KEEPALIVE[o.keepalive] : 0, interval);
-  const state = cudaAddon().compilerState();
-  if (!state) throw statusError(Status.closed, where('start the NVRTC compiler'));
+  const state = cuda.addon().compilerState();
+  if (!state)
+    throw cuda.refusalError(Status.closed, { device: compilerId(), what: 'start the NVRTC compiler' });
   return state;
 }
 
 /** The compiler service's counters, or null when it is not running. */
 export function compilerState(): NativeCompilerState | null {
-  return cudaAddon().compilerState();
+  return cuda.addon().compilerState();
 }
 
 /**
@@ -145,16 +103,16 @@ export function compilerState(): NativeCompilerState | null {
  * close. A later compile() starts a new one.
  */
 export async function stopCompiler(): Promise<void> {
-  const addon = cudaAddon();
+  const addon = cuda.addon();
   if (!addon.compilerState()) return;
-  await realm()
-    .expect(
-      pending,
-      where('stop the compiler'),
+  await cuda
+    .compiler()
+    .run(
+      'stop the compiler',
       (n) => addon.compilerDrain(n),
       () => undefined,
     )
     .catch(() => undefined);
   const error = addon.compilerClose();
-  if (error) throw backendError('cuda', `closing cuda-host:0/compiler failed: ${error}`);
+  if (error) throw cuda.error(`closing cuda-host:0/compiler failed: ${error}`);
 }

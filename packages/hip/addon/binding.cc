@@ -5,6 +5,7 @@
 #include <napi.h>
 
 #include "builtin_kernels.h"
+#include "devexit_compiler_binding.hpp"
 #include "devexit_queue_binding.hpp"
 #include "hip_api.h"
 #include "hip_compiler.h"
@@ -16,19 +17,11 @@ namespace {
 
 namespace qb = devexit::queue_binding;
 
-Napi::Object Refusal(Napi::Env env, int status, const std::string &error, const std::string &name = "") {
-  Napi::Object out = Napi::Object::New(env);
-  out["status"] = status;
-  if (!error.empty()) out["error"] = error;
-  if (!name.empty()) out["errorName"] = name;
-  return out;
-}
+using qb::Failure;
 
 // libamdhip64 did not load: JS makes it ERR_DEVEXIT_UNAVAILABLE.
 Napi::Object Unavailable(Napi::Env env, const std::string &error) {
-  Napi::Object out = Refusal(env, devexit::kStartFailed, error);
-  out["unavailable"] = true;
-  return out;
+  return Failure(env, devexit::kStartFailed, error, "", true);
 }
 
 Napi::Object Versions(Napi::Env env, const HipApi *api) {
@@ -80,7 +73,7 @@ Napi::Value DeviceInfo(const Napi::CallbackInfo &info) {
   if (!api) return Unavailable(env, error);
   char name[256] = {0};
   hipError_t e = api->hipDeviceGetName(name, sizeof name, index);
-  if (e != 0) return Refusal(env, devexit::kVendorError, "hipDeviceGetName failed: " + HipErrorText(api, e), HipErrorName(api, e));
+  if (e != 0) return Failure(env, devexit::kVendorError, "hipDeviceGetName failed: " + HipErrorText(api, e), HipErrorName(api, e));
   Napi::Object out = Napi::Object::New(env);
   out["name"] = std::string(name);
   out["arch"] = DeviceArch(api, index);
@@ -95,12 +88,7 @@ Napi::Value Open(const Napi::CallbackInfo &info) {
   std::string error;
   const HipApi *api = LoadHip(&error);
   if (!api) return Unavailable(env, error);
-  HipQueue *q = OpenDevice(api, index, &error);
-  if (!q) return Refusal(env, devexit::kStartFailed, error);
-  int status = q->OpenQueue(&error);
-  if (status == devexit::kStartFailed) return Refusal(env, status, error, q->start_error_name());
-  if (status != devexit::kOk) return Refusal(env, status, "");
-  return qb::Handle(env, q);
+  return qb::OpenDevice(env, OpenDevice(api, index, &error), &error, &HipQueue::start_error_name);
 }
 
 // loadModule(handle, image: Uint8Array, entry, id) -> status; id settles with the kernel's id.
@@ -131,13 +119,18 @@ Napi::Value CompilerState(Napi::Env env, const HipApi *api, const HipCompiler::S
 
 // The running compiler, started now if there is none: status kOk and *out, or a refusal.
 // *api is null when the library did not load.
-int RunningCompiler(int64_t idle_poll_us, const HipApi **api, HipCompiler **out, std::string *error) {
+int RunningCompiler(int64_t idle_poll_us, const HipApi **api, devexit::ServiceRef<HipCompiler> *out, std::string *error) {
   *api = LoadHip(error);
   if (!*api) return devexit::kStartFailed;
-  HipCompiler *c = TheCompiler(*api, idle_poll_us, true, error);
-  if (!c) return devexit::kStartFailed;
-  *out = c;
-  return c->Open(error);
+  *out = TheCompiler(*api, idle_poll_us, true, error);
+  if (!*out) return devexit::kStartFailed;
+  return (*out)->Open(error);
+}
+
+// The running compiler, or empty (never started, closed, or no library).
+devexit::ServiceRef<HipCompiler> CurrentCompiler() {
+  const HipApi *api = LoadHip(nullptr);
+  return api ? TheCompiler(api, -1, false, nullptr) : devexit::ServiceRef<HipCompiler>();
 }
 
 // startCompiler(idlePollUs) -> what its thread's HIP initialisation returned | { status, error }
@@ -145,52 +138,44 @@ Napi::Value StartCompiler(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
   int64_t poll = info[0].IsNumber() ? static_cast<int64_t>(qb::Number(info, 0)) : -1;
   const HipApi *api = nullptr;
-  HipCompiler *c = nullptr;
+  devexit::ServiceRef<HipCompiler> c;
   std::string error;
   int status = RunningCompiler(poll, &api, &c, &error);
   if (!api) return Unavailable(env, error);
-  if (status != devexit::kOk) return Refusal(env, status, error);
+  if (status != devexit::kOk) return Failure(env, status, error);
   return CompilerState(env, api, c->state());
 }
 
 // compile(source, name, options: string[], device, id) -> status; id settles with the code object.
 Napi::Value Compile(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
-  if (!info[0].IsString() || !info[1].IsString() || !info[2].IsArray())
-    throw Napi::TypeError::New(env, "devexit: compile takes a source, a name and an array of options");
-  CompileJob job;
-  job.source = info[0].As<Napi::String>().Utf8Value();
-  job.name = info[1].As<Napi::String>().Utf8Value();
-  auto options = info[2].As<Napi::Array>();
-  for (uint32_t i = 0; i < options.Length(); i++) job.options.push_back(options.Get(i).ToString().Utf8Value());
+  devexit::CompileJob job = devexit::compiler_binding::Job(info, 4);
   double device = qb::Number(info, 3);
   job.device = device >= 0 && device < 65536 ? static_cast<int>(device) : -1;
-  job.completion = qb::Number(info, 4);
-  job.sink = qb::Sink(env);
   const HipApi *api = nullptr;
-  HipCompiler *c = nullptr;
+  devexit::ServiceRef<HipCompiler> c;
   std::string error;
   int status = RunningCompiler(-1, &api, &c, &error);
   if (!api) return Unavailable(env, error);
-  if (status != devexit::kOk) return Refusal(env, status, error);
-  return Napi::Number::New(env, c->Enqueue(std::move(job)));
+  if (status != devexit::kOk) return Failure(env, status, error);
+  return devexit::compiler_binding::Submit(env, c.get(), std::move(job));
 }
 
-// stopCompiler() -> undefined | why its close failed
+// stopCompiler() -> undefined | why its close failed: compilerClose() (the stop rule: queued
+// compiles finish first, bounded by the deadline).
 Napi::Value StopCompiler(const Napi::CallbackInfo &info) {
-  const HipApi *api = LoadHip(nullptr);
-  HipCompiler *c = api ? TheCompiler(api, -1, false, nullptr) : nullptr;
-  std::string error;
-  if (c && !c->closed() && devexit::CloseExplicitly(c->id(), "compiler", c, &error) != 0)
-    return Napi::String::New(info.Env(), error);
-  return info.Env().Undefined();
+  return devexit::compiler_binding::Close(info.Env(), CurrentCompiler().get());
+}
+
+Napi::Value CompilerDrain(const Napi::CallbackInfo &info) {
+  return devexit::compiler_binding::Drain(info, CurrentCompiler().get());
 }
 
 // compilerState() -> the running compiler's state | null
 Napi::Value CompilerStateJs(const Napi::CallbackInfo &info) {
   const HipApi *api = LoadHip(nullptr);
-  HipCompiler *c = api ? TheCompiler(api, -1, false, nullptr) : nullptr;
-  if (!c || c->closed() || !c->accepting()) return info.Env().Null();
+  devexit::ServiceRef<HipCompiler> c = CurrentCompiler();
+  if (!c || !c->accepting()) return info.Env().Null();
   return CompilerState(info.Env(), api, c->state());
 }
 
@@ -209,7 +194,7 @@ Napi::Value RefuseArchJs(const Napi::CallbackInfo &info) {
   return out;
 }
 
-Napi::Value BuiltinSource(const Napi::CallbackInfo &info) { return Napi::String::New(info.Env(), kBuiltinSource); }
+Napi::Value BuiltinSource(const Napi::CallbackInfo &info) { return Napi::String::New(info.Env(), devexit::kGpuBuiltinSource); }
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   qb::Export(env, exports);
@@ -220,6 +205,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports["startCompiler"] = Napi::Function::New(env, StartCompiler, "startCompiler");
   exports["compile"] = Napi::Function::New(env, Compile, "compile");
   exports["stopCompiler"] = Napi::Function::New(env, StopCompiler, "stopCompiler");
+  exports["compilerDrain"] = Napi::Function::New(env, CompilerDrain, "compilerDrain");
+  exports["compilerClose"] = Napi::Function::New(env, StopCompiler, "compilerClose");
   exports["compilerState"] = Napi::Function::New(env, CompilerStateJs, "compilerState");
   exports["refuseArch"] = Napi::Function::New(env, RefuseArchJs, "refuseArch");
   exports["builtinSource"] = Napi::Function::New(env, BuiltinSource, "builtinSource");

@@ -38,13 +38,6 @@ bool HipQueue::OnStart(std::string *error) {
   return false;
 }
 
-int HipQueue::OpenQueue(std::string *error) {
-  int status = Open(error);
-  // Only now: Open() has undone its registration, so a replacement may take the key.
-  if (status == devexit::kStartFailed) start_failed_.store(true, std::memory_order_release);
-  return status;
-}
-
 bool HipQueue::VendorAlloc(uint64_t bytes, void **ptr) {
   // hipMalloc(0) gives no pointer; a zero-byte buffer still needs one to be a live buffer.
   hipError_t e = api_->hipMalloc(ptr, bytes ? bytes : 4);
@@ -97,49 +90,23 @@ bool HipQueue::EnsureBuiltins() {
   hipModule_t mod = nullptr;
   if (!Check(api_->hipModuleLoadData(&mod, code.code.data()), "hipModuleLoadData(built-in kernels)")) return false;
   modules_.push_back(mod);
-  std::vector<hipFunction_t> functions(kBuiltinCount, nullptr);
-  for (uint32_t i = 0; i < kBuiltinCount; i++) {
-    std::string what = std::string("hipModuleGetFunction(") + kBuiltins[i].name + ")";
-    if (!Check(api_->hipModuleGetFunction(&functions[i], mod, kBuiltins[i].name), what.c_str())) return false;
+  std::vector<hipFunction_t> functions(devexit::kBuiltinCount, nullptr);
+  for (uint32_t i = 0; i < devexit::kBuiltinCount; i++) {
+    const char *name = devexit::kBuiltins[i].name;
+    std::string what = std::string("hipModuleGetFunction(") + name + ")";
+    if (!Check(api_->hipModuleGetFunction(&functions[i], mod, name), what.c_str())) return false;
   }
   builtins_ = std::move(functions);
   return true;
 }
 
-// JS checks every launch first; this keeps a built-in inside its buffers even when it did not.
-bool HipQueue::CheckBuiltinArgs(uint32_t index, const std::vector<devexit::ResolvedArg> &args) {
-  const BuiltinKernel &k = kBuiltins[index];
-  bool ok = args.size() == k.nargs;
-  for (size_t i = 0; ok && i < args.size(); i++) ok = args[i].kind == k.kinds[i];
-  if (!ok) {
-    Fail(devexit::kBadArgs, std::string("launch ") + k.name + ": arguments do not match its signature");
-    return false;
-  }
-  const uint64_t n = args[k.nargs - 1].bits;
-  for (size_t i = 0; i < args.size(); i++) {
-    if (args[i].kind != devexit::kArgBuffer) continue;
-    if (args[i].size < (k.holds_n[i] ? n : 1) * 4) {
-      Fail(devexit::kOutOfRange, std::string("launch ") + k.name + ": argument " + std::to_string(i) +
-                                     " holds fewer than the elements it would touch");
-      return false;
-    }
-  }
-  return true;
-}
-
 bool HipQueue::VendorLaunch(int32_t kernel, const uint32_t grid[3], std::vector<devexit::ResolvedArg> &args) {
   if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) return true;  // an empty grid launches nothing
+  // The shared queue checked a built-in's arguments and buffers before this call.
   hipFunction_t f = nullptr;
-  bool one_block = false;
   if (kernel < 0) {
-    const int64_t index = -1 - static_cast<int64_t>(kernel);
-    if (index >= kBuiltinCount) {
-      Fail(devexit::kBadArgs, "launch: there is no built-in kernel " + std::to_string(kernel));
-      return false;
-    }
-    if (!CheckBuiltinArgs(static_cast<uint32_t>(index), args) || !EnsureBuiltins()) return false;
-    f = builtins_[index];
-    one_block = kBuiltins[index].one_block;
+    if (!EnsureBuiltins()) return false;
+    f = builtins_[-1 - kernel];
   } else {
     auto it = kernels_.find(kernel);
     if (it == kernels_.end()) {
@@ -155,10 +122,9 @@ bool HipQueue::VendorLaunch(int32_t kernel, const uint32_t grid[3], std::vector<
     arg_values_[i] = args[i].kind == devexit::kArgBuffer ? reinterpret_cast<uintptr_t>(args[i].ptr) : args[i].bits;
     arg_pointers_[i] = &arg_values_[i];
   }
-  const auto blocks = static_cast<unsigned>((uint64_t{grid[0]} + kBlock - 1) / kBlock);
-  hipError_t e = api_->hipModuleLaunchKernel(f, one_block ? 1 : blocks, one_block ? 1 : grid[1], one_block ? 1 : grid[2],
-                                             one_block ? kSumBlock : kBlock, 1, 1, 0, stream_,
-                                             arg_pointers_.empty() ? nullptr : arg_pointers_.data(), nullptr);
+  const devexit::GpuLaunchShape shape = devexit::LaunchShape(kernel, grid, kBlock);
+  hipError_t e = api_->hipModuleLaunchKernel(f, shape.blocks[0], shape.blocks[1], shape.blocks[2], shape.threads, 1, 1, 0,
+                                             stream_, arg_pointers_.empty() ? nullptr : arg_pointers_.data(), nullptr);
   return Check(e, "hipModuleLaunchKernel");
 }
 
@@ -198,11 +164,10 @@ void HipQueue::VendorRelease() {
   stream_ = nullptr;
 }
 
-HipQueue *OpenDevice(const HipApi *api, uint32_t index, std::string *error) {
-  return devexit::DeviceSlots<HipQueue>::Get().Open(
-      "hip", index, error,
-      [&](devexit_device_id id) { return new HipQueue(id, api, DeviceArch(api, static_cast<int>(index))); },
-      [](const HipQueue &q) { return q.start_failed(); });
+devexit::ServiceRef<HipQueue> OpenDevice(const HipApi *api, uint32_t index, std::string *error) {
+  return devexit::ServiceSlots<HipQueue>::Get().Open("hip", index, error, [&](devexit_device_id id) {
+    return new HipQueue(id, api, DeviceArch(api, static_cast<int>(index)));
+  });
 }
 
 }  // namespace devexit_hip

@@ -21,12 +21,8 @@ class HipQueue : public devexit::QueueService {
       : QueueService(id, "queue"), api_(api), arch_(std::move(arch)) {}
 
   const std::string &arch() const { return arch_; }
-  // Open(), remembering a failed start so that the next open makes a new queue.
-  int OpenQueue(std::string *error);
   // The HIP error name of a failed start ("hipErrorNoDevice"); valid once Open() returned.
   const std::string &start_error_name() const { return start_error_name_; }
-  // Its start failed: the next open makes a new one (the runtime may have changed its mind).
-  bool start_failed() const { return start_failed_.load(std::memory_order_acquire); }
 
  protected:
   bool OnStart(std::string *error) override;
@@ -48,12 +44,10 @@ class HipQueue : public devexit::QueueService {
   // false, with the failure kept for the next read or flush, when e is not hipSuccess.
   bool Check(hipError_t e, const char *what);
   bool EnsureBuiltins();
-  bool CheckBuiltinArgs(uint32_t index, const std::vector<devexit::ResolvedArg> &args);
 
   const HipApi *api_;
   const std::string arch_;
   std::string start_error_name_;
-  std::atomic<bool> start_failed_{false};
   // Service thread only.
   hipStream_t stream_ = nullptr;
   std::vector<hipModule_t> modules_;
@@ -67,8 +61,8 @@ class HipQueue : public devexit::QueueService {
   std::vector<void *> arg_pointers_;
 };
 
-// The process-wide queue of device `index`: a new one when there is none or the last one closed
-// (a closed one stays allocated: the registry or another realm may still point to it).
-HipQueue *OpenDevice(const HipApi *api, uint32_t index, std::string *error);
+// The process-wide queue of device `index`: a new one when there is none, or the last one closed
+// or failed to start.
+devexit::ServiceRef<HipQueue> OpenDevice(const HipApi *api, uint32_t index, std::string *error);
 
 }  // namespace devexit_hip

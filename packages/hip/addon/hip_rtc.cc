@@ -83,7 +83,7 @@ const CompileResult &BuiltinCode(const HipApi *api, const std::string &arch) {
   std::vector<std::string> options;
   if (!arch.empty()) options.push_back("--offload-arch=" + arch);
   // std::map never moves its elements: the reference stays valid for the process.
-  return cache.by_arch.emplace(arch, Compile(api, kBuiltinSource, "devexit_builtins.hip", options)).first->second;
+  return cache.by_arch.emplace(arch, Compile(api, devexit::kGpuBuiltinSource, "devexit_builtins.hip", options)).first->second;
 }
 
 // Scans the device properties for the target name instead of relying on a struct layout that

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { loadAddon, type QueueAddon } from '@devexit/backend';
+import type { AddonSpec, QueueAddon } from '@devexit/backend';
 
 /** Opaque handle of a process-wide native hip device (its queue service). */
 export type NativeHandle = { readonly __brand: 'devexit-hip-device' };
@@ -60,23 +60,10 @@ export interface HipAddon extends QueueAddon<NativeHandle> {
   builtinSource(): string;
 }
 
-export function isRefusal(v: unknown): v is Refusal {
-  return typeof v === 'object' && v !== null && typeof (v as Refusal).status === 'number';
-}
-
-let addon: HipAddon | undefined;
-
-/**
- * @devexit/native first (the registry the addon registers its closes with), then the addon:
- * DEVEXIT_HIP_ADDON, a local build, or the prebuild.
- */
-export function hipAddon(): HipAddon {
-  if (addon) return addon;
-  require('@devexit/native');
-  addon = loadAddon<HipAddon>({
-    name: 'devexit_hip',
-    packageDir: join(__dirname, '..'),
-    envVar: 'DEVEXIT_HIP_ADDON',
-  });
-  return addon;
-}
+/** devexit_hip.node: DEVEXIT_HIP_ADDON, a local build, or the prebuild. */
+export const ADDON: AddonSpec = {
+  name: 'devexit_hip',
+  packageDir: join(__dirname, '..'),
+  envVar: 'DEVEXIT_HIP_ADDON',
+  exports: ['probe', 'open', 'deviceInfo', 'refuseArch', 'submit'],
+};

@@ -19,77 +19,20 @@
 #include <vector>
 
 #include "devexit_queue_command.hpp"
-#include "devexit_service.hpp"
+#include "devexit_service_base.hpp"
 #include "devexit_sink.hpp"
 
 namespace devexit {
 
-// A device's queue service: the standard commands over the backend's vendor calls. Heap-hold it
-// for the life of the process. Close() is the one close of both the exit layers (through the
-// registry) and device.close().
-class QueueService : public ServiceThread<QueueCommand> {
+// A device's queue service: the standard commands over the backend's vendor calls, on the one
+// service base (open, close, stop rule, lifetime: devexit_service_base.hpp).
+class QueueService : public Service<QueueCommand> {
  public:
-  QueueService(devexit_device_id id, std::string service) : id_(id), service_(std::move(service)) {}
-
-  devexit_device_id id() const { return id_; }
-  const std::string &service() const { return service_; }
-
-  // Starts the service thread and registers the exit close, once. kOk, kClosed, kExiting, or
-  // kStartFailed with *error.
-  int Open(std::string *error) {
-    std::lock_guard<std::mutex> lock(open_mu_);
-    if (opened_) return accepting() ? kOk : kClosed;
-    if (close_.started()) return kClosed;
-    const devexit_registry_v1 *reg = Registry(error);
-    if (!reg) return kStartFailed;
-    if (reg->is_exiting()) return kExiting;
-    // Registered before the thread starts: an exit from now on closes it.
-    int rc = RegisterClose(id_, service_.c_str(), this);
-    if (rc == DEVEXIT_ERR_EXITING) return kExiting;
-    if (rc < 0) {
-      if (error) *error = "the registry refused the close (status " + std::to_string(rc) + ")";
-      return kStartFailed;
-    }
-    if (!Start(error)) {
-      // Not when a close took the registration between RegisterClose and Start (closeServices()
-      // from another thread): forget() goes by key, and the key may be the next service's by now.
-      close_.IfNotStarted([&] { reg->forget(id_, service_.c_str()); });
-      if (close_.started()) return reg->is_exiting() ? kExiting : kClosed;  // closed while starting
-      return kStartFailed;
-    }
-    opened_ = true;
-    return kOk;
-  }
-
-  // The close, exactly once: drop what is queued (device.close() drains first, so nothing is
-  // left for it), stop, release, join; shutdown() finishes the queue first, up to its drain
-  // deadline. With JS alive, every realm hears that the device closed.
-  int Close(const CloseContext &ctx, std::string *error) {
-    closed_word_.store(1, std::memory_order_release);
-    return close_.Run(ctx.deadline_ns, error, [&](std::string *why) {
-      size_t dropped = 0;
-      bool joined = ctx.finish ? Finish(ctx, why, &dropped) : Stop(StopMode::kDrop, ctx, why);
-      if (ctx.js_alive) Realms::Get().NotifyClosed(id_.index, service_, true);
-      if (joined && ctx.finish && ctx.note)
-        *ctx.note = dropped ? DEVEXIT_NOTE_DROPPED + std::to_string(dropped) : DEVEXIT_NOTE_DRAINED;
-      return joined ? 0 : 1;
-    });
-  }
-
-  bool closed() { return close_.started(); }
-
-  // A word that turns 1 when the close begins (as closed() does), for JS to read through a
-  // typed-array view instead of a call on every enqueue. The service is never freed, so neither
-  // is the word.
-  uint32_t *closed_word() { return reinterpret_cast<uint32_t *>(&closed_word_); }
+  QueueService(devexit_device_id id, std::string service) : Service(id, std::move(service)) {}
 
   // A buffer id, unique on this device across realms; its memory comes when the queue reaches
   // the alloc command.
   uint32_t NewBufferId() { return next_buffer_.fetch_add(1, std::memory_order_relaxed); }
-
-  // Submits and maps a refusal to kClosed or kExiting.
-  int Enqueue(QueueCommand &&c) { return Refusal(Submit(std::move(c))); }
-  int EnqueueAll(std::vector<QueueCommand> &batch) { return Refusal(SubmitAll(batch)); }
 
   // A batch from JS as one command: checked whole here (kBadArgs, nothing queued, if any of it
   // is malformed), decoded and run command by command on the service thread. The calling thread
@@ -221,7 +164,7 @@ class QueueService : public ServiceThread<QueueCommand> {
             }
           }
         }
-        if (ok && Pace()) VendorLaunch(c.kernel, c.grid, args_);
+        if (ok && CheckBuiltin(c.kernel, args_) && Pace()) VendorLaunch(c.kernel, c.grid, args_);
         break;
       }
       case QueueOp::kFlush:
@@ -266,14 +209,7 @@ class QueueService : public ServiceThread<QueueCommand> {
     VendorRelease();
   }
 
-  void OnDropped(QueueCommand &c, const CloseContext &ctx) override {
-    if (!ctx.js_alive || !c.sink || c.completion == 0) return;
-    auto *out = new Completion();
-    out->id = c.completion;
-    out->status = kClosed;
-    out->error = "the device closed before this command ran";
-    c.sink->Deliver(out, true);
-  }
+  const char *DroppedMessage() const override { return "the device closed before this command ran"; }
 
  private:
   struct Buffer {
@@ -308,6 +244,35 @@ class QueueService : public ServiceThread<QueueCommand> {
     return true;
   }
 
+  // A built-in's launch, checked here for every backend (JS checks first; this holds even when
+  // it did not): the kernel exists, its arguments have their kinds, and every buffer holds the
+  // elements the kernel touches. User kernels (id >= 0) have no signature here.
+  bool CheckBuiltin(int32_t kernel, const std::vector<ResolvedArg> &args) {
+    if (kernel >= 0) return true;
+    const BuiltinKernel *k = FindBuiltin(kernel);
+    if (!k) {
+      Fail(kBadArgs, "launch: there is no built-in kernel " + std::to_string(kernel));
+      return false;
+    }
+    bool ok = args.size() == k->nargs;
+    for (size_t i = 0; ok && i < args.size(); i++) ok = args[i].kind == k->kinds[i];
+    if (!ok) {
+      Fail(kBadArgs, std::string("launch ") + k->name + ": arguments do not match its signature");
+      return false;
+    }
+    const uint64_t n = args[k->nargs - 1].bits;
+    for (size_t i = 0; i < args.size(); i++) {
+      if (args[i].kind != kArgBuffer) continue;
+      const uint64_t elements = k->elements[i] == kElementsN ? n : k->elements[i];
+      if (args[i].size / 4 < elements) {
+        Fail(kOutOfRange, std::string("launch ") + k->name + ": argument " + std::to_string(i) +
+                              " holds fewer than the elements it would touch");
+        return false;
+      }
+    }
+    return true;
+  }
+
   // The buffer's base address when [offset, offset + bytes) lies inside it; else a kept failure.
   void *Span(uint32_t id, uint64_t offset, uint64_t bytes) {
     auto it = buffers_.find(id);
@@ -338,18 +303,7 @@ class QueueService : public ServiceThread<QueueCommand> {
     if (spare_words_.size() < 4) spare_words_.push_back(std::move(v));
   }
 
-  int Refusal(int status) {
-    if (status == kOk) return kOk;
-    return ProcessExiting() ? kExiting : kClosed;
-  }
-
-  devexit_device_id id_;
-  std::string service_;
-  std::mutex open_mu_;
-  bool opened_ = false;
   std::atomic<uint32_t> next_buffer_{1};
-  CloseOnce close_;
-  std::atomic<uint32_t> closed_word_{0};
   std::mutex spare_mu_;
   std::vector<std::vector<double>> spare_words_;
   // Service thread only.
@@ -361,52 +315,6 @@ class QueueService : public ServiceThread<QueueCommand> {
   int64_t pace_start_ns_ = 0;
   int sticky_status_ = kOk;
   std::string sticky_, sticky_name_;
-};
-
-// A backend's device services, one per device index, process-wide (every realm opens the same
-// one): OpenDevice() of the cpu, cuda and hip backends. Get() is never destroyed, nor is a service
-// it replaced: an exit layer or another realm may still reach it.
-template <typename Service>
-class DeviceSlots {
- public:
-  static DeviceSlots &Get() {
-    static DeviceSlots &slots = *new DeviceSlots();
-    return slots;
-  }
-
-  // The service of device `index` of type `type_name`: the one handed out before, or, when there
-  // is none, it closed or `stale(service)` says it is unusable, a new one from make(id) (called
-  // under the lock). nullptr with *error when the registry or the device type cannot be had.
-  template <typename Make, typename Stale>
-  Service *Open(const char *type_name, uint32_t index, std::string *error, Make &&make, Stale &&stale) {
-    const devexit_registry_v1 *reg = Registry(error);
-    if (!reg) return nullptr;
-    const int type = reg->device_type(type_name);
-    if (type <= 0) {
-      *error = std::string("device_type(\"") + type_name + "\") failed with status " + std::to_string(type);
-      return nullptr;
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    if (slots_.size() <= index) slots_.resize(index + 1, nullptr);
-    Service *&slot = slots_[index];
-    if (!slot || slot->closed() || stale(*slot)) {
-      devexit_device_id id;
-      id.type = static_cast<uint16_t>(type);
-      id.index = index;
-      slot = make(id);
-    }
-    return slot;
-  }
-
-  template <typename Make>
-  Service *Open(const char *type_name, uint32_t index, std::string *error, Make &&make) {
-    return Open(type_name, index, error, std::forward<Make>(make), [](const Service &) { return false; });
-  }
-
- private:
-  DeviceSlots() = default;
-  std::mutex mu_;
-  std::vector<Service *> slots_;
 };
 
 }  // namespace devexit

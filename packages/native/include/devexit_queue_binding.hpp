@@ -12,7 +12,8 @@
 //     close(handle)                                   -> undefined | error message
 //     closed(handle)                                  -> boolean
 //     closedFlag(handle)                              -> ArrayBuffer (4 bytes, 1 once closed) | undefined
-//   A handle is Handle(env, service): an External of the process-wide service.
+//   A handle is Handle(env, service): an External of the process-wide service, holding a
+//   reference to it. Failure() is the one failure shape of open/start calls.
 #pragma once
 
 #include <napi.h>
@@ -41,8 +42,34 @@ inline RealmData *Realm(Napi::Env env) {
   return data;
 }
 
+// A handle holds a reference to the service until it is collected.
 inline Napi::Value Handle(Napi::Env env, QueueService *service) {
-  return Napi::External<QueueService>::New(env, service);
+  service->Retain();
+  return Napi::External<QueueService>::New(env, service, [](Napi::Env, QueueService *s) { s->Release(); });
+}
+
+// The one failure shape of every backend's calls that open or start something:
+// { status, error, errorName?, unavailable? } (unavailable: the vendor library did not load).
+inline Napi::Object Failure(Napi::Env env, int status, const std::string &error, const std::string &name = "",
+                            bool unavailable = false) {
+  Napi::Object out = Napi::Object::New(env);
+  out["status"] = status;
+  out["error"] = error;
+  if (!name.empty()) out["errorName"] = name;
+  if (unavailable) out["unavailable"] = true;
+  return out;
+}
+
+// open()'s answer for every backend: the device's handle once its queue service started, or the
+// failure (with the vendor's error name when the start failed).
+template <typename T>
+Napi::Value OpenDevice(Napi::Env env, const ServiceRef<T> &q, std::string *error,
+                       const std::string &(T::*start_error_name)() const = nullptr) {
+  if (!q) return Failure(env, kStartFailed, *error);
+  const int status = q->Open(error);
+  if (status == kOk) return Handle(env, q.get());
+  const bool named = status == kStartFailed && start_error_name;
+  return Failure(env, status, status == kStartFailed ? *error : "", named ? (q.get()->*start_error_name)() : "");
 }
 
 inline QueueService *Service(const Napi::Value &v) {
@@ -163,7 +190,7 @@ inline Napi::Value Drain(const Napi::CallbackInfo &info) {
 inline Napi::Value Close(const Napi::CallbackInfo &info) {
   QueueService *q = Service(info[0]);
   std::string error;
-  if (CloseExplicitly(q->id(), q->service().c_str(), q, &error) != 0) return Napi::String::New(info.Env(), error);
+  if (q->CloseExplicitly(&error) != 0) return Napi::String::New(info.Env(), error);
   return info.Env().Undefined();
 }
 
@@ -175,8 +202,14 @@ inline Napi::Value Closed(const Napi::CallbackInfo &info) {
 // runtime refuses external buffers (JS then calls closed()).
 inline Napi::Value ClosedFlag(const Napi::CallbackInfo &info) {
   static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t), "the closed word is read as a plain u32");
-  napi_value buffer = ExternalWordBuffer(info.Env(), Service(info[0])->closed_word());
-  return buffer ? Napi::Value(info.Env(), buffer) : info.Env().Undefined();
+  QueueService *q = Service(info[0]);
+  q->Retain();  // the view's reference
+  napi_value buffer = ExternalWordBuffer(info.Env(), q->closed_word(), [](napi_env, void *, void *hint) {
+    static_cast<QueueService *>(hint)->Release();
+  }, q);
+  if (buffer) return Napi::Value(info.Env(), buffer);
+  q->Release();
+  return info.Env().Undefined();
 }
 
 inline void Export(Napi::Env env, Napi::Object exports) {

@@ -10,26 +10,10 @@
 #include <utility>
 #include <vector>
 
+#include "devexit_protocol.hpp"
 #include "devexit_sink.hpp"
 
 namespace devexit {
-
-// Kernel argument kinds: the same numbers as devexit_cpu_kernel.h's, in every backend and in JS.
-enum ArgKind : uint32_t { kArgBuffer = 1, kArgU32 = 2, kArgI32 = 3, kArgF32 = 4 };
-
-// Operation codes, shared with @devexit/backend's encoder (src/nativeQueue.ts's OP).
-enum class QueueOp : uint8_t {
-  kAlloc = 1,   // buffer, bytes
-  kFree = 2,    // buffer
-  kWrite = 3,   // buffer, offset, data
-  kRead = 4,    // buffer, offset, bytes -> completion with the bytes
-  kFill = 5,    // buffer, value, offset, bytes (u32 pattern)
-  kCopy = 6,    // buffer (src), buffer2 (dst), bytes, offset (src), offset2 (dst)
-  kLaunch = 7,  // kernel, grid[3], args
-  kFlush = 8,   // -> completion once everything before it ran
-  kCustom = 9,  // backend-specific (loading a module...), with a completion
-  kBatch = 10,  // words: a batch from JS (see BatchReader), run command by command
-};
 
 struct KernelArg {
   uint32_t kind = kArgU32;

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "devexit.h"
+#include "devexit_protocol.hpp"
 
 namespace devexit {
 
@@ -69,18 +70,6 @@ inline bool ProcessExiting() {
   return reg && reg->is_exiting();
 }
 
-// Statuses a binding returns to its JS layer (@devexit/backend maps them to typed errors).
-enum Status : int {
-  kOk = 0,
-  kClosed = 1,       // the service or device is closed
-  kExiting = 2,      // the process is exiting: nothing new starts
-  kBadBuffer = 3,    // unknown buffer id (freed, or another device's)
-  kOutOfRange = 4,   // past a buffer's end, or no memory for it
-  kStartFailed = 5,  // the service thread or the runtime could not start
-  kBadArgs = 6,      // arguments the kernel's signature refuses
-  kVendorError = 7,  // the vendor runtime failed; the completion names the error
-};
-
 // What a close is told: by the registry at exit or for closeServices(), or by the backend itself
 // for an explicit device.close().
 struct CloseContext {
@@ -113,13 +102,18 @@ struct CloseContext {
     return ctx;
   }
 
-  // An explicit close, bounded by the registry's one deadline setting.
+  // An explicit close by the service's owner (device.close(), stopCompiler()), bounded by the
+  // registry's one deadline setting. The stop rule of every service: an explicit close finishes
+  // what is queued (until the deadline: what still waits then is dropped, rejected as closed);
+  // an exit drops it; shutdown() finishes it until its drain deadline.
   static CloseContext Explicit() {
     CloseContext ctx;
     const devexit_registry_v1 *reg = Registry();
     ctx.deadline_ns = reg ? reg->close_deadline_ns() : MonotonicNs() + int64_t{3000} * 1000000;
     ctx.js_alive = true;
     ctx.layer = "explicit";
+    ctx.finish = true;
+    ctx.drain_deadline_ns = ctx.deadline_ns;
     return ctx;
   }
 };
@@ -333,6 +327,17 @@ class ServiceThread {
   bool accepting() {
     std::lock_guard<std::mutex> lock(mu_);
     return accepting_;
+  }
+
+  // True when no thread runs and none will: never started, or stopped and joined. Only then may
+  // the object be freed.
+  bool Joined() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (phase_ != kIdle && phase_ != kStopped) return false;
+    }
+    std::lock_guard<std::mutex> lock(join_mu_);
+    return !thread_ || !thread_->joinable();
   }
 
   // True on the service thread itself (a close must never run there).

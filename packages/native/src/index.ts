@@ -8,7 +8,7 @@ import {
   type SettingsUpdate,
 } from '@devexit/core';
 import type { BindingModule, NativeSettingsUpdate } from './binding.js';
-import { loadBinding } from './loader.js';
+import { loadBinding } from './loadBinding.js';
 
 export type { BindingModule, NativeSettingsUpdate } from './binding.js';
 

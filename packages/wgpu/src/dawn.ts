@@ -1,6 +1,7 @@
 /** Loading Dawn (npm `webgpu`), keeping its instances alive, and finding an adapter. */
 
 import { isMainThread } from 'node:worker_threads';
+import { envChoice } from '@devexit/core';
 import type { GPU, GPUAdapter } from './gpuTypes.js';
 
 export interface DawnModule {
@@ -74,26 +75,54 @@ interface Attempt {
   featureLevel: 'core' | 'compatibility';
 }
 
-function attempts(env: NodeJS.ProcessEnv): Attempt[] {
+/** Dawn backends that compute: `null` is Dawn's test backend, which runs nothing and reads garbage. */
+const DAWN_BACKENDS = ['vulkan', 'opengles', 'opengl', 'metal', 'd3d12', 'd3d11'] as const;
+
+/** A user's value in a message: cut to about 80 characters. */
+function shown(value: string): string {
+  return JSON.stringify(value.length > 80 ? `${value.slice(0, 79)}…` : value);
+}
+
+/**
+ * What to try, with core's settings grammar: values trimmed, a bad DEVEXIT_WGPU_BACKEND or
+ * DEVEXIT_WGPU_FEATURE_LEVEL warned about (naming it) and the default kept. A DEVEXIT_WGPU_FLAGS
+ * that names no computing backend is refused: `refused` says why, and wgpu reports unavailable.
+ */
+function attempts(env: NodeJS.ProcessEnv): { list: Attempt[]; refused?: string } {
   const custom = env.DEVEXIT_WGPU_FLAGS;
   if (custom !== undefined && custom.trim() !== '') {
     const flags = custom
       .split(',')
       .map((f) => f.trim())
       .filter(Boolean);
-    const backend = /backend=([a-z0-9]+)/.exec(custom)?.[1] ?? 'default';
-    const featureLevel = env.DEVEXIT_WGPU_FEATURE_LEVEL === 'compatibility' ? 'compatibility' : 'core';
-    return [{ backend, flags, featureLevel }];
+    const named = flags.find((f) => f.startsWith('backend='))?.slice('backend='.length);
+    if (named !== undefined && !(DAWN_BACKENDS as readonly string[]).includes(named)) {
+      return {
+        list: [],
+        refused: `DEVEXIT_WGPU_FLAGS=${shown(custom)}: backend=${shown(named).slice(1, -1)} is not a Dawn backend that computes (${DAWN_BACKENDS.join(', ')})`,
+      };
+    }
+    const featureLevel = envChoice(
+      'DEVEXIT_WGPU_FEATURE_LEVEL',
+      ['core', 'compatibility'] as const,
+      'core',
+      env,
+    );
+    return { list: [{ backend: named ?? 'default', flags, featureLevel: featureLevel ?? 'core' }] };
   }
   const vulkan: Attempt = { backend: 'vulkan', flags: ['backend=vulkan'], featureLevel: 'core' };
   const gles: Attempt = { backend: 'opengles', flags: ['backend=opengles'], featureLevel: 'compatibility' };
-  switch (env.DEVEXIT_WGPU_BACKEND) {
+  if (env.DEVEXIT_WGPU_FEATURE_LEVEL !== undefined) {
+    // Read for its warning only: without DEVEXIT_WGPU_FLAGS each backend has its own level.
+    envChoice('DEVEXIT_WGPU_FEATURE_LEVEL', ['core', 'compatibility'] as const, 'core', env);
+  }
+  switch (envChoice('DEVEXIT_WGPU_BACKEND', ['vulkan', 'opengles'] as const, undefined, env)) {
     case 'vulkan':
-      return [vulkan];
+      return { list: [vulkan] };
     case 'opengles':
-      return [gles];
+      return { list: [gles] };
     default:
-      return [vulkan, gles];
+      return { list: [vulkan, gles] };
   }
 }
 
@@ -135,7 +164,9 @@ export async function discover(env: NodeJS.ProcessEnv = process.env): Promise<Di
       version: dawnVersion,
     };
   const tried: string[] = [];
-  for (const a of attempts(env)) {
+  const plan = attempts(env);
+  if (plan.refused) tried.push(plan.refused);
+  for (const a of plan.list) {
     // Set before the attempt, for this thread; a Worker's write is only noted (see above).
     const eglUnsetInWorker = a.backend === 'opengles' && !isMainThread && env.EGL_PLATFORM === undefined;
     if (a.backend === 'opengles' && env.EGL_PLATFORM === undefined && isMainThread) {
@@ -146,7 +177,7 @@ export async function discover(env: NodeJS.ProcessEnv = process.env): Promise<Di
         ? `Vulkan (${describeVulkan(env)})`
         : a.backend === 'opengles'
           ? `OpenGL ES (EGL_PLATFORM=${env.EGL_PLATFORM ?? 'unset'}${isMainThread ? '' : ' in a Worker'}, featureLevel compatibility)`
-          : `Dawn flags ${a.flags.join(',')}`;
+          : `Dawn flags ${shown(a.flags.join(',')).slice(1, -1)}`;
     try {
       const gpu = loaded.dawn.create(a.flags);
       keep(gpu);

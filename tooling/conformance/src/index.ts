@@ -6,6 +6,17 @@ import { type ChildResult, runMany, summary, testRuns } from '@devexit/testkit';
 import { describe, expect, it } from 'vitest';
 import { defineArgumentRules } from './argumentRules.js';
 
+export {
+  defineNativeLaunchBounds,
+  type NativeLaunchBoundsOptions,
+  type RawQueueAddon,
+} from './nativeLaunch.js';
+export {
+  defineOpenCloseMemory,
+  OPEN_CLOSE_GROWTH_LIMIT,
+  type OpenCloseMemoryOptions,
+} from './openCloseMemory.js';
+
 export interface ConformanceOptions {
   /** Appears in every test name. */
   name: string;
@@ -94,6 +105,13 @@ async function failure(fn: () => unknown): Promise<unknown> {
 
 function expectTypeError(err: unknown, argument: string): void {
   expect(err, `a TypeError naming '${argument}'`).toBeInstanceOf(TypeError);
+  expect((err as Error).message).toContain(argument);
+}
+
+/** A number outside its argument's range: RangeError ERR_OUT_OF_RANGE, as core's deviceId('cpu', -1). */
+function expectRangeError(err: unknown, argument: string): void {
+  expect(err, `a RangeError naming '${argument}'`).toBeInstanceOf(RangeError);
+  expect(err).toMatchObject({ code: 'ERR_OUT_OF_RANGE' });
   expect((err as Error).message).toContain(argument);
 }
 
@@ -280,20 +298,22 @@ export function defineConformance(options: ConformanceOptions): void {
       expect(err).toMatchObject({ code: 'ERR_DEVEXIT_OUT_OF_RANGE' });
     });
 
-    it('bad arguments throw a TypeError naming the argument', async () => {
+    it('bad arguments throw a TypeError (a wrong type) or RangeError (a number out of range) naming the argument', async () => {
       const b = await getBackend();
       const [d, q] = await withQueue();
       const buf = q.alloc(16);
       const bad = (v: unknown) => v as never;
       expectTypeError(await failure(() => b.open(bad('0'))), 'index');
-      expectTypeError(await failure(() => b.open(1.5)), 'index');
-      expectTypeError(await failure(() => q.alloc(-1)), 'bytes');
+      expectRangeError(await failure(() => b.open(1.5)), 'index');
+      expectRangeError(await failure(() => b.open(-1)), 'index');
+      expectRangeError(await failure(() => q.alloc(-1)), 'bytes');
       expectTypeError(await failure(() => q.alloc(bad('16'))), 'bytes');
       expectTypeError(await failure(() => q.write(buf, bad('data'))), 'data');
       expectTypeError(await failure(() => q.write(bad({ size: 16 }), new Uint8Array(4))), 'buffer');
       expectTypeError(await failure(() => d.kernel(bad('no_such_kernel'))), 'name');
       const fill = d.kernel('fill_u32');
-      expectTypeError(await failure(() => q.launch(fill, -1, [buf, { u32: 1 }, { u32: 4 }])), 'grid');
+      expectRangeError(await failure(() => q.launch(fill, -1, [buf, { u32: 1 }, { u32: 4 }])), 'grid');
+      expectRangeError(await failure(() => q.launch(fill, 4, [buf, { u32: -1 }, { u32: 4 }])), 'args[1].u32');
       expectTypeError(await failure(() => q.launch(fill, 4, bad('args'))), 'args');
       expectTypeError(await failure(() => q.launch(fill, 4, [buf, bad({ u64: 1 }), { u32: 4 }])), 'args');
       expectTypeError(await failure(() => q.launch(bad({ name: 'fake' }), 4, [])), 'kernel');

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { loadAddon } from '@devexit/backend/loader';
+import { loadAddon } from '@devexit/native/loader';
 
 const release = join(__dirname, '..', 'build', 'Release');
 

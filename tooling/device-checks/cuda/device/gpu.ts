@@ -3,7 +3,7 @@
 // --dry-run-standin) runs them on the stand-in libcuda instead, to check the script itself; its
 // figures say nothing about a GPU.
 import { spawnSync } from 'node:child_process';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { ProbeResult } from '@devexit/core';
 import { standinCudaPath } from '@devexit/standins-cuda';
 
@@ -20,11 +20,15 @@ export function requireGpu(): ProbeResult & { available: true } {
     if (v === undefined) delete process.env[k];
     else process.env[k] = v;
   }
-  const r = spawnSync(process.execPath, [join(__dirname, '..', 'test', 'fixtures', 'probe.cjs')], {
-    env: { ...process.env, NODE_OPTIONS: '' },
-    encoding: 'utf8',
-    timeout: 60_000,
-  });
+  const r = spawnSync(
+    process.execPath,
+    [join(dirname(require.resolve('@devexit/cuda/package.json')), 'test', 'fixtures', 'probe.cjs')],
+    {
+      env: { ...process.env, NODE_OPTIONS: '' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    },
+  );
   const p = JSON.parse(
     r.stdout.trim().split('\n').pop() || '{"available":false,"reason":"the probe child failed"}',
   );

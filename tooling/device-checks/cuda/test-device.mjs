@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// pnpm --filter @devexit/cuda test:device — on a machine with an NVIDIA GPU (the driver's
+// pnpm --filter @devexit/cuda test:device (tooling/device-checks/cuda/test-device.mjs) — on a machine with an NVIDIA GPU (the driver's
 // libcuda.so.1 on the loader path, NVRTC installed, the workspace built), in under 5 minutes:
 //   1. the conformance suite and its exit-path matrix on device 0 (device/conformance.test.ts)
 //   2. the real-GPU exit race: a context, a stream and a kernel in flight at exit, 4 exit paths,
@@ -14,7 +14,9 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const require = createRequire(import.meta.url);
-const pkg = join(dirname(fileURLToPath(import.meta.url)), '..');
+const here = dirname(fileURLToPath(import.meta.url));
+// @devexit/cuda's own test fixtures (the workspace's copy).
+const pkg = dirname(require.resolve('@devexit/cuda/package.json'));
 const dry = process.argv.includes('--dry-run-standin');
 const env = { ...process.env, DEVEXIT_CUDA_DEVICE_DRY_RUN: dry ? '1' : '' };
 if (dry) env.DEVEXIT_CUDA_LIBRARY = require('@devexit/standins-cuda').standinCudaPath;
@@ -50,7 +52,7 @@ const steps = [
   },
   {
     name: 'figures against raw driver calls',
-    argv: [join(pkg, 'scripts', 'bench-device.mjs')],
+    argv: [join(here, 'bench-device.mjs')],
     timeout: 75_000,
   },
 ];
@@ -58,7 +60,7 @@ let failed = 0;
 for (const step of steps) {
   console.log(`\n== ${step.name} (at ${elapsed()})`);
   const r = spawnSync(process.execPath, step.argv, {
-    cwd: pkg,
+    cwd: here,
     env,
     stdio: 'inherit',
     timeout: step.timeout,

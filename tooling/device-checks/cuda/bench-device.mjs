@@ -12,8 +12,10 @@ import { fileURLToPath } from 'node:url';
 const require = createRequire(import.meta.url);
 const here = dirname(fileURLToPath(import.meta.url));
 const cuda = require('@devexit/cuda');
-const { SPIN } = require('../test/fixtures/kernels.cjs');
-const gpuExit = join(here, '..', 'device', 'fixtures', 'gpuExit.cjs');
+const { SPIN } = require(
+  join(dirname(require.resolve('@devexit/cuda/package.json')), 'test', 'fixtures', 'kernels.cjs'),
+);
+const gpuExit = join(here, 'device', 'fixtures', 'gpuExit.cjs');
 const queuedExit = join(here, 'queued-exit.cjs');
 
 const LAUNCHES = 100_000;

@@ -10,7 +10,9 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const require = createRequire(import.meta.url);
-const pkg = join(dirname(fileURLToPath(import.meta.url)), '..');
+const here = dirname(fileURLToPath(import.meta.url));
+// @devexit/hip's own test fixtures (the workspace's copy).
+const pkg = dirname(require.resolve('@devexit/hip/package.json'));
 const dry = process.argv.includes('--dry-run-standin');
 const env = { ...process.env, DEVEXIT_HIP_DEVICE_DRY_RUN: dry ? '1' : '' };
 if (dry) env.DEVEXIT_HIP_LIBRARY = require('@devexit/standins-hip').standinHipPath;
@@ -30,8 +32,8 @@ if (!p.available) {
 console.log(
   `test:device on ${dry ? 'the STAND-IN libamdhip64 (dry run, not a GPU)' : 'an AMD GPU'}: ${JSON.stringify(p)}`,
 );
-const r = spawnSync(process.execPath, [join(pkg, 'scripts', 'bench-device.mjs')], {
-  cwd: pkg,
+const r = spawnSync(process.execPath, [join(here, 'bench-device.mjs')], {
+  cwd: here,
   env,
   stdio: 'inherit',
   timeout: 240_000,

@@ -1,13 +1,18 @@
-// Figures for the graceful path (not a test): `node scripts/shutdown-figures.mjs [runs]`.
+// Figures for the graceful path (not a test): `node tooling/device-checks/cpu/shutdown-figures.mjs [runs]`.
 // The acceptance scenario of shutdown(): DEVEXIT_SIGNALS=SIGINT,SIGTERM, a cpu device with 200
 // queued launches and a pending read, then the signal; and a second signal mid-drain. Prints how
 // the children ended, what the read gave, how often the queue closed and in which layer.
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 const require = createRequire(import.meta.url);
 const { runMany, outcomes } = require('@devexit/testkit');
-const fixture = join(import.meta.dirname, '..', 'test', 'fixtures', 'signalDrain.cjs');
+const fixture = join(
+  dirname(require.resolve('@devexit/cpu/package.json')),
+  'test',
+  'fixtures',
+  'signalDrain.cjs',
+);
 const runs = Number(process.argv[2] || 20);
 const env = { DEVEXIT_SIGNALS: 'SIGINT,SIGTERM', DEVEXIT_TIMEOUT_MS: '20000' };
 

@@ -91,13 +91,10 @@ describe('loadAddon', () => {
     expect(addonCandidates(spec)[2]?.where).toBe(prebuilt);
     const err = thrown(() => loadAddon(spec));
     expect(err.code).toBe('ERR_DEVEXIT_UNAVAILABLE');
-    expect(err.message.split('\n')[0]).toMatch(
-      new RegExp(
-        `^devexit: cannot load thing\\.node: ${prebuilt} exists but did not load: .*(invalid ELF header|file too short)`,
-      ),
+    expect(err.message.split('\n')[0]).toBe(
+      `devexit: cannot load thing.node: ${prebuilt} is not a shared object (no ELF, Mach-O or PE header).`,
     );
-    expect(err.message).toContain(`tried prebuild ${prebuilt}: exists but did not load`);
-    expect(err.cause).toBeInstanceOf(Error);
+    expect(err.message).toContain(`tried prebuild ${prebuilt}: is not a shared object`);
   });
 
   it('a platform package without its file: "not found", the fixes still listed', () => {
@@ -116,7 +113,7 @@ describe('loadAddon', () => {
     mkdirSync(join(packageDir, 'build', 'Release'), { recursive: true });
     writeFileSync(local, 'not a shared object either\n');
     const err = thrown(() => loadAddon(spec));
-    expect(err.message.split('\n')[0]).toContain(`${local} exists but did not load`);
+    expect(err.message.split('\n')[0]).toContain(`${local} is not a shared object`);
     expect(err.message).not.toContain('tried prebuild');
   });
 
@@ -152,6 +149,68 @@ describe('loadAddon', () => {
     expect(platformPackageName(spec, 'linux-arm64-musl')).toBe('@devexit-test/thing-linux-arm64-musl');
     expect(platformPackageName({ ...spec, platformPackages: '@other/pkg' }, 'darwin-arm64')).toBe(
       '@other/pkg-darwin-arm64',
+    );
+  });
+
+  // Issue 18: DEVEXIT_CPU_ADDON=/etc/passwd was require'd as JavaScript, and an addon of another
+  // backend loaded as if it were the one asked for. These failed before the loader checked.
+  it('refuses a file not named .node without running it', () => {
+    const { root, spec } = layout();
+    roots.push(root);
+    const script = join(root, 'evil.js');
+    writeFileSync(script, 'globalThis.__devexitLoaderRan = true;\n');
+    process.env[ENV] = script;
+    const err = thrown(() => loadAddon(spec));
+    expect(err.code).toBe('ERR_DEVEXIT_UNAVAILABLE');
+    expect(err.message.split('\n')[0]).toBe(
+      `devexit: cannot load thing.node: ${script} is not a .node file (an addon is loaded only from a .node file).`,
+    );
+    expect((globalThis as { __devexitLoaderRan?: boolean }).__devexitLoaderRan).toBeUndefined();
+    process.env[ENV] = '/etc/passwd';
+    expect(thrown(() => loadAddon(spec)).message).toContain('/etc/passwd is not a .node file');
+  });
+
+  it('a .node file with a shared-object header that dlopen refuses: its error, with the cause', () => {
+    const { root, spec } = layout();
+    roots.push(root);
+    const file = join(root, 'short.node');
+    writeFileSync(file, Buffer.from([0x7f, 0x45, 0x4c, 0x46, 1, 2, 3]));
+    process.env[ENV] = file;
+    const err = thrown(() => loadAddon(spec));
+    expect(err.message.split('\n')[0]).toMatch(
+      /exists but did not load: .*(invalid ELF header|file too short)/,
+    );
+    expect(err.cause).toBeInstanceOf(Error);
+  });
+
+  it('cuts a long override path to about 80 characters in the message', () => {
+    const { root, spec } = layout();
+    roots.push(root);
+    process.env[ENV] = `/${'x'.repeat(5000)}.node`;
+    const err = thrown(() => loadAddon(spec));
+    expect(err.message.length).toBeLessThan(1500);
+    expect(err.message).toContain('(5006 characters)');
+  });
+
+  it('an addon that is not the one asked for: a typed error naming expected and found', () => {
+    const { root, spec } = layout();
+    roots.push(root);
+    const native = join(__dirname, '..', 'build', 'Release', 'devexit_native.node');
+    process.env[ENV] = native;
+    const err = thrown(() => loadAddon({ ...spec, exports: ['probe', 'threads'] })) as DevexitError & {
+      expected?: string;
+      found?: string;
+    };
+    expect(err.code).toBe('ERR_DEVEXIT_UNAVAILABLE');
+    expect(err.expected).toBe('thing (exports probe, threads)');
+    expect(err.found).toBe('devexit_native.node, which lacks probe, threads');
+    expect(err.message.split('\n')[0]).toBe(
+      `devexit: cannot load thing.node: ${native} is not thing: expected thing (exports probe, threads); found devexit_native.node, which lacks probe, threads.`,
+    );
+    const abi = thrown(() => loadAddon({ ...spec, abi: 999 })) as DevexitError & { found?: string };
+    expect(abi.found).toMatch(/^devexit_native\.node with ABI \d+$/);
+    expect(loadAddon<{ closeAll: unknown }>({ ...spec, exports: ['closeAll'] }).closeAll).toBeTypeOf(
+      'function',
     );
   });
 });

@@ -1,0 +1,2 @@
+import config from '@devexit/tsconfig/vitest';
+export default config;
