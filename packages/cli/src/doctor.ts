@@ -112,7 +112,7 @@ export async function doctor(env: NodeJS.ProcessEnv = process.env): Promise<Doct
   const required = requiredBackends(env);
   for (const name of required.unknown) {
     problems.push(
-      `DEVEXIT_REQUIRE_BACKENDS names an unknown backend ${JSON.stringify(name)} (known: ${BACKEND_NAMES.join(', ')})`,
+      `DEVEXIT_REQUIRE_BACKENDS names an unknown backend ${JSON.stringify(name.length > 80 ? `${name.slice(0, 79)}…` : name)} (known: ${BACKEND_NAMES.join(', ')})`,
     );
   }
   const nativeFirstLine = native.loaded ? undefined : native.error.split('\n')[0];

@@ -41,8 +41,14 @@ export async function compile(source: string, options?: CompileOptions): Promise
   if (o.arch !== undefined && (typeof o.arch !== 'string' || !ARCH.test(o.arch))) {
     throw argError('options.arch', 'a target such as "gfx90a"', o.arch, true);
   }
-  if (o.name !== undefined && typeof o.name !== 'string') {
-    throw argError('options.name', 'a file name (a string)', o.name, true);
+  if (o.name !== undefined && (typeof o.name !== 'string' || !/^[^\0]{1,255}$/.test(o.name))) {
+    // hiprtc reads the name as a C string: a NUL would cut it.
+    throw argError(
+      'options.name',
+      'a file name (1 to 255 characters, no NUL)',
+      o.name,
+      typeof o.name !== 'string',
+    );
   }
   const signal = checkSignal(o.signal);
   if (isExiting()) throw exitingError('compile');

@@ -68,18 +68,24 @@ describe.skipIf(unavailable)('wgpu: a refused launch leaves the batch intact (re
     q.launch(fill, 4, [b, { u32: 7 }, { u32: 4 }]);
     q.launch(times, 4, [c, { i32: 5 }]);
     const bad = (v: unknown) => v as never;
-    for (const value of [{ u32: -1 }, { u32: 1.5 }, { u32: 2 ** 32 }, { u32: bad('1') }]) {
+    // A number outside its range: RangeError ERR_OUT_OF_RANGE naming the scalar (issue 18: one
+    // code per mistake, and the message says what is wrong, not "got an object").
+    for (const value of [{ u32: -1 }, { u32: 1.5 }, { u32: 2 ** 32 }]) {
       const err = refusal(() => q.launch(fill, 4, [b, value, { u32: 4 }]));
-      expect(err, JSON.stringify(value)).toMatchObject({ name: 'TypeError' });
-      expect(err?.message).toContain('args[1]');
+      expect(err, JSON.stringify(value)).toMatchObject({ name: 'RangeError', code: 'ERR_OUT_OF_RANGE' });
+      expect(err?.message).toContain('args[1].u32 must be an integer in 0..4294967295');
     }
+    expect(refusal(() => q.launch(fill, 4, [b, { u32: bad('1') }, { u32: 4 }]))).toMatchObject({
+      name: 'TypeError',
+      code: 'ERR_INVALID_ARG_TYPE',
+    });
     for (const k of [{ i32: 2 ** 31 }, { i32: -(2 ** 31) - 1 }, { i32: 1.5 }]) {
       expect(
         refusal(() => q.launch(times, 4, [c, k])),
         JSON.stringify(k),
       ).toMatchObject({
-        name: 'TypeError',
-        code: 'ERR_INVALID_ARG_VALUE',
+        name: 'RangeError',
+        code: 'ERR_OUT_OF_RANGE',
       });
     }
     const x = q.alloc(16);
