@@ -11,7 +11,7 @@ import {
   unavailableError,
   withAbort,
 } from '@devexit/core';
-import { checkInteger, checkOptions } from './validate.js';
+import { checkInteger, checkOptions } from './checks.js';
 
 export interface BackendOptions<D extends Device> {
   name: string;

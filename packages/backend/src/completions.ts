@@ -7,7 +7,7 @@ import {
   isExiting,
   outOfRangeError,
 } from '@devexit/core';
-import { backendError } from './validate.js';
+import { backendError } from './checks.js';
 
 /** Native statuses (devexit::Status in devexit_protocol.hpp; test/protocol.test.ts checks them). */
 export const Status = {

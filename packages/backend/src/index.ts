@@ -67,4 +67,4 @@ export {
   type LaunchCheck,
   type Scalar,
   setVendorErrorProperty,
-} from './validate.js';
+} from './checks.js';

@@ -14,7 +14,7 @@ import {
 } from '@devexit/core';
 import type { Completions } from './completions.js';
 import { NativeKernel, NativeQueue, type QueueAddon, type QueueOwner } from './nativeQueue.js';
-import { backendError, checkBuiltinName, checkEntry, checkKernelSource } from './validate.js';
+import { backendError, checkBuiltinName, checkEntry, checkKernelSource } from './checks.js';
 
 export interface NativeDeviceOptions<H> {
   backend: string;

@@ -26,7 +26,7 @@ import {
   foreignKernelError,
   freedBufferError,
   gridCount,
-} from './validate.js';
+} from './checks.js';
 
 /** The JS surface of devexit_queue_binding.hpp, on a handle of the backend's native device. */
 export interface QueueAddon<H> extends CompletionAddon {

@@ -1,6 +1,6 @@
 import { BUILTIN_KERNEL_SIGNATURES } from '@devexit/core';
 import { describe, expect, it } from 'vitest';
-import { checkGrid, checkLaunchArgs, checkScalar, checkSize, checkU32 } from '../src/validate.js';
+import { checkGrid, checkLaunchArgs, checkScalar, checkSize, checkU32 } from '../src/checks.js';
 
 const code = (fn: () => unknown) => {
   try {
