@@ -78,9 +78,16 @@ export function unavailable(what: 'nvrtc' | 'libcuda' | 'standin'): string | und
     const p = probeReal();
     if (!p.available && p.reason.startsWith('library missing')) why = p.reason;
   } else {
+    // Asked with libcuda hidden on purpose: of the probe's reason, only NVRTC's part is news.
     const p = probeOnce('nvrtc', NO_DRIVER_ENV);
     const nvrtc = p.versions?.nvrtc;
-    if (!nvrtc || nvrtc === 'missing') why = `NVRTC is missing (${p.available ? 'no NVRTC' : p.reason})`;
+    if (!nvrtc || nvrtc === 'missing') {
+      const found = p.available ? undefined : /no NVRTC: (.*)$/.exec(p.reason)?.[1];
+      why =
+        `${what === 'standin' ? 'the stand-in libcuda runs kernels that the real NVRTC compiles, and ' : ''}` +
+        `NVRTC is missing: ${found ?? 'not found'}; install NVRTC (Debian 12: libnvrtc11.2 and ` +
+        'libnvrtc-builtins11.8, non-free) or set DEVEXIT_NVRTC_LIBRARY';
+    }
   }
   if (why && required())
     throw new Error(`DEVEXIT_REQUIRE_BACKENDS names cuda but ${what} is unavailable here: ${why}`);
