@@ -10,10 +10,10 @@ import {
 } from '@devexit/core';
 import { type AddonSpec, loadAddon } from '@devexit/native/loader';
 import { BackendBase } from './backend.js';
+import { type BackendError, backendError, setVendorErrorProperty } from './checks.js';
 import { type Completed, Completions, Status, statusError } from './completions.js';
 import type { NativeDevice, NativeDeviceOptions } from './nativeDevice.js';
 import type { QueueAddon } from './nativeQueue.js';
-import { type BackendError, backendError, setVendorErrorProperty } from './checks.js';
 
 /**
  * How a native call refuses, in every backend alike: a devexit status, or an object with the

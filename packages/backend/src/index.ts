@@ -12,32 +12,6 @@ export {
 } from '@devexit/native/loader';
 export { BackendBase, type BackendOptions } from './backend.js';
 export {
-  type Completed,
-  type CompletionAddon,
-  Completions,
-  type Dispatcher,
-  Status,
-  statusError,
-} from './completions.js';
-export {
-  type CompilerWiring,
-  defineNativeBackend,
-  isRefusal,
-  type NativeBackendKit,
-  type NativeBackendSpec,
-  type NativeRefusal,
-  type Where,
-} from './defineNativeBackend.js';
-export { NativeDevice, type NativeDeviceOptions } from './nativeDevice.js';
-export {
-  ARG_KIND,
-  NativeBuffer,
-  NativeKernel,
-  NativeQueue,
-  type QueueAddon,
-  type QueueOwner,
-} from './nativeQueue.js';
-export {
   argError,
   type BackendError,
   backendError,
@@ -68,3 +42,29 @@ export {
   type Scalar,
   setVendorErrorProperty,
 } from './checks.js';
+export {
+  type Completed,
+  type CompletionAddon,
+  Completions,
+  type Dispatcher,
+  Status,
+  statusError,
+} from './completions.js';
+export {
+  type CompilerWiring,
+  defineNativeBackend,
+  isRefusal,
+  type NativeBackendKit,
+  type NativeBackendSpec,
+  type NativeRefusal,
+  type Where,
+} from './defineNativeBackend.js';
+export { NativeDevice, type NativeDeviceOptions } from './nativeDevice.js';
+export {
+  ARG_KIND,
+  NativeBuffer,
+  NativeKernel,
+  NativeQueue,
+  type QueueAddon,
+  type QueueOwner,
+} from './nativeQueue.js';

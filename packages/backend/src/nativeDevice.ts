@@ -12,9 +12,9 @@ import {
   type Queue,
   reportRegistered,
 } from '@devexit/core';
+import { backendError, checkBuiltinName, checkEntry, checkKernelSource } from './checks.js';
 import type { Completions } from './completions.js';
 import { NativeKernel, NativeQueue, type QueueAddon, type QueueOwner } from './nativeQueue.js';
-import { backendError, checkBuiltinName, checkEntry, checkKernelSource } from './checks.js';
 
 export interface NativeDeviceOptions<H> {
   backend: string;

@@ -10,7 +10,6 @@ import {
   type KernelParam,
   type Queue,
 } from '@devexit/core';
-import { type CompletionAddon, type Completions, Status, statusError } from './completions.js';
 import {
   type CheckedArg,
   checkCopy,
@@ -27,6 +26,7 @@ import {
   freedBufferError,
   gridCount,
 } from './checks.js';
+import { type CompletionAddon, type Completions, Status, statusError } from './completions.js';
 
 /** The JS surface of devexit_queue_binding.hpp, on a handle of the backend's native device. */
 export interface QueueAddon<H> extends CompletionAddon {
