@@ -120,8 +120,8 @@ export function parentThread(): { id: number; listens: boolean } {
  * arrive in no fixed order: the Worker's own 'ready' could be read first). Bounded: a creator
  * busy for longer than `ms` leaves the Worker to go on unknown, as without the wait.
  */
-export function waitKnown(words: Int32Array, ms: number): boolean {
-  return Atomics.wait(words, W_KNOWN, 0, ms) !== 'timed-out' || Atomics.load(words, W_KNOWN) === 1;
+export function waitKnown(words: Int32Array, ms: number): void {
+  Atomics.wait(words, W_KNOWN, 0, ms);
 }
 
 let reportListeners: Array<(r: Report) => void> = [];

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { exitChildPath } from '@devexit/conformance';
-import { type ChildResult, crashed, outcomes, runChild } from '@devexit/testkit';
+import { crashed, outcomes, runChild, runUntilHit } from '@devexit/testkit';
 import { backend, terminateWorker, type WgpuDevice } from '@devexit/wgpu';
 import { describe, expect, it } from 'vitest';
 import { dawnBackend, probe, unavailable, withoutDevexitEnv } from './probe.js';
@@ -183,18 +183,12 @@ describe.skipIf(unavailable)('wgpu backend on Dawn', () => {
   it('measured limit: a busy Worker whose main thread never loads @devexit/wgpu aborts when main exits', async () => {
     // The conformance row passes with `-r @devexit/wgpu/register`; this is the same child without it.
     // Lavapipe aborts every time; Dawn's OpenGL ES backend about 3 runs in 10: run until one does.
-    const results: ChildResult[] = [];
-    const max = dawnBackend === 'opengles' ? 20 : 4;
-    while (results.length < max && !results.some((r) => crashed(r))) {
-      results.push(
-        await runChild({
-          script: exitChildPath,
-          args: [require.resolve('@devexit/wgpu'), 'worker'],
-          env: withoutDevexitEnv,
-          timeoutMs: 30_000,
-        }),
-      );
-    }
+    const results = await runUntilHit(dawnBackend === 'opengles' ? 20 : 4, {
+      script: exitChildPath,
+      args: [require.resolve('@devexit/wgpu'), 'worker'],
+      env: withoutDevexitEnv,
+      timeoutMs: 30_000,
+    });
     console.log(`worker row without main-thread devexit: ${JSON.stringify(outcomes(results))}`);
     // The Worker did open its device: the crash is Dawn's, not a failed open.
     for (const r of results) expect(r.stdout, r.stderr.slice(-500)).not.toMatch(/failed/);
