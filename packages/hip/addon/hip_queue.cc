@@ -101,7 +101,6 @@ bool HipQueue::EnsureBuiltins() {
 }
 
 bool HipQueue::VendorLaunch(int32_t kernel, const uint32_t grid[3], std::vector<devexit::ResolvedArg> &args) {
-  if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) return true;  // an empty grid launches nothing
   // The shared queue checked a built-in's arguments and buffers before this call.
   hipFunction_t f = nullptr;
   if (kernel < 0) {

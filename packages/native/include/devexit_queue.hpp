@@ -56,6 +56,7 @@ class QueueService : public Service<QueueCommand> {
   virtual bool VendorRead(uint8_t *dst, const void *src, uint64_t bytes) = 0;
   virtual bool VendorFill(void *dst, uint32_t value, uint64_t bytes) = 0;
   virtual bool VendorCopy(void *dst, const void *src, uint64_t bytes) = 0;
+  // Never called with an empty grid (a zero dimension launches nothing).
   virtual bool VendorLaunch(int32_t kernel, const uint32_t grid[3], std::vector<ResolvedArg> &args) = 0;
   // Waits until the device finished everything submitted so far.
   virtual bool VendorSync() = 0;
@@ -164,7 +165,9 @@ class QueueService : public Service<QueueCommand> {
             }
           }
         }
-        if (ok && CheckBuiltin(c.kernel, args_) && Pace()) VendorLaunch(c.kernel, c.grid, args_);
+        // An empty grid launches nothing on every backend (a vendor would refuse a zero dimension).
+        const bool empty = c.grid[0] == 0 || c.grid[1] == 0 || c.grid[2] == 0;
+        if (ok && !empty && CheckBuiltin(c.kernel, args_) && Pace()) VendorLaunch(c.kernel, c.grid, args_);
         break;
       }
       case QueueOp::kFlush:
