@@ -136,6 +136,7 @@ export function installExitHooks(): void {
   const state = coreState();
   if (state.hooksInstalled) return;
   state.hooksInstalled = true;
+  state.exitLayer = onExit;
   const proc = process as unknown as { emit: Emit; reallyExit: ReallyExit };
   const failed: string[] = [];
   try {

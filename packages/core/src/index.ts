@@ -93,9 +93,10 @@ export {
   outOfRange,
 } from './validate.js';
 
-import { armExit } from './registry.js';
+import { armExit, installNativeBridge } from './registry.js';
 import { isWorkerCheap } from './thread.js';
 import { armThreads } from './threads.js';
+import type { NativeBridge } from './types.js';
 import { armWorkerSide } from './workerSide.js';
 
 // Every realm hears of the Workers it creates (and arms its exit layer and DEVEXIT_SIGNALS when
@@ -103,3 +104,9 @@ import { armWorkerSide } from './workerSide.js';
 // thread that may stop it. Costs nothing on a main thread that never makes a Worker.
 armThreads(armExit);
 if (isWorkerCheap()) armWorkerSide();
+
+// @devexit/native loaded first, and left its bridge for core to install (its handOver.ts): now.
+const pendingBridge = (globalThis as unknown as Record<symbol, NativeBridge | undefined>)[
+  Symbol.for('@devexit/native/bridge@1')
+];
+if (pendingBridge) installNativeBridge(pendingBridge);

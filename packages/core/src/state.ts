@@ -114,6 +114,16 @@ export interface CoreState {
   threads: ThreadsState | undefined;
   /** process.on('worker') is installed in this realm (threads.ts). */
   threadsArmed: boolean;
+  /**
+   * The JS exit layer (exitLayer.ts), once its hooks are installed: @devexit/native's stand-in
+   * layer runs it when it loads core at exit (an observer of the exit appeared).
+   */
+  exitLayer?: (code: unknown, how: 'process.exit' | 'process.reallyExit') => void;
+  /**
+   * What a realm does with a Worker it created (threads.ts), once it listens for them:
+   * @devexit/native loads core with the main thread's first Worker and hands it that Worker.
+   */
+  workerCreated?: (worker: import('node:worker_threads').Worker) => void;
 }
 
 // @4: closes, shutdown and Workers changed shape (@3 had no threads); an older core in the same

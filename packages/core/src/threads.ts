@@ -238,6 +238,7 @@ export function armThreads(armExit: () => void): void {
   const state = coreState();
   if (state.threadsArmed) return;
   state.threadsArmed = true;
+  state.workerCreated = onWorkerCreated;
   process.on('worker', onWorkerCreated);
   // The main thread tells the Workers it will create that it answers their hellos.
   if (!isWorkerCheap()) {

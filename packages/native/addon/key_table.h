@@ -24,6 +24,10 @@
 #include <string_view>
 #include <vector>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 #include "devexit.h"
 
 namespace devexit {
@@ -50,7 +54,7 @@ class KeyTable {
   KeyTable(const KeyTable &) = delete;
   KeyTable &operator=(const KeyTable &) = delete;
   ~KeyTable() {
-    std::free(slots_);
+    FreeIndex(slots_, capacity_);
     for (Record *c : chunks_) std::free(c);
     for (char *c : names_) std::free(c);
   }
@@ -214,11 +218,46 @@ class KeyTable {
     }
   }
 
+  // An index of 2 MiB or more (512k slots: from ~170k keys) gets its own 2 MiB-aligned mapping,
+  // marked for transparent huge pages: its random probes then miss the TLB on a few huge pages
+  // instead of one 4 KiB page each, and a fresh one is faulted in per 2 MiB (zeroed by the kernel:
+  // no memset). Smaller ones come from malloc, cleared.
+  static constexpr size_t kHuge = size_t{2} << 20;
+
+  static uint32_t *AllocIndex(size_t size) {
+    const size_t bytes = size * sizeof(uint32_t);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (bytes >= kHuge) {
+      void *map = mmap(nullptr, bytes + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (map == MAP_FAILED) return nullptr;
+      const auto start = reinterpret_cast<uintptr_t>(map);
+      const uintptr_t at = (start + kHuge - 1) & ~(kHuge - 1);
+      if (at > start) munmap(map, at - start);
+      if (start + kHuge > at) munmap(reinterpret_cast<void *>(at + bytes), start + kHuge - at);
+      madvise(reinterpret_cast<void *>(at), bytes, MADV_HUGEPAGE);  // a hint: fine if refused
+      return reinterpret_cast<uint32_t *>(at);
+    }
+#endif
+    auto *slots = static_cast<uint32_t *>(std::aligned_alloc(64, bytes));
+    if (slots) std::memset(slots, 0, bytes);
+    return slots;
+  }
+
+  static void FreeIndex(uint32_t *slots, size_t size) {
+    if (!slots) return;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (size * sizeof(uint32_t) >= kHuge) {
+      munmap(slots, size * sizeof(uint32_t));
+      return;
+    }
+#endif
+    std::free(slots);
+  }
+
   void Reindex(size_t size) {
-    auto *slots = static_cast<uint32_t *>(std::aligned_alloc(64, size * sizeof(uint32_t)));
+    auto *slots = AllocIndex(size);
     if (!slots) throw std::bad_alloc();  // the old index stays
-    std::memset(slots, 0, size * sizeof(uint32_t));
-    std::free(slots_);
+    FreeIndex(slots_, capacity_);
     slots_ = slots;
     capacity_ = size;
     dead_slots_ = 0;

@@ -1,13 +1,7 @@
 import { join } from 'node:path';
-import {
-  type CloseReportEntry,
-  installNativeBridge,
-  type Layers,
-  type NativeBridge,
-  type Settings,
-  type SettingsUpdate,
-} from '@devexit/core';
+import type { CloseReportEntry, Layers, NativeBridge, Settings, SettingsUpdate } from '@devexit/core';
 import type { BindingModule, NativeSettingsUpdate } from './binding.js';
+import { handOver } from './handOver.js';
 import { loadBinding } from './loadBinding.js';
 
 export type { BindingModule, NativeSettingsUpdate } from './binding.js';
@@ -133,7 +127,8 @@ const bridge: NativeBridge = {
       }
     : {}),
 };
-installNativeBridge(bridge);
+// Into @devexit/core now when this realm needs it, else when core loads (see handOver.ts).
+handOver(binding, bridge);
 
 // A layer that could not be armed (an exit handler refused, the main-thread guard out of reach):
 // one warning per process, whichever realm or copy takes it.

@@ -1,6 +1,12 @@
 import { closeSync, existsSync, openSync, readFileSync, readSync } from 'node:fs';
 import { basename, dirname, extname, join } from 'node:path';
-import { DevexitError, describeValue } from '@devexit/core';
+import type { DevexitError } from '@devexit/core';
+
+// @devexit/core is loaded only when a load fails (for its error class and value descriptions): a
+// process that loads its addons needs none of it (issue 20: core is ~17 M instructions to load).
+const core = (): typeof import('@devexit/core') => require('@devexit/core') as typeof import('@devexit/core');
+const loadError = (message: string, options?: { cause: unknown }): DevexitError =>
+  new (core().DevexitError)('ERR_DEVEXIT_UNAVAILABLE', message, options);
 
 export interface AddonSpec {
   /** The addon's file name without `.node` (`devexit_cpu`). */
@@ -166,10 +172,7 @@ export function loadAddon<T>(spec: AddonSpec): T {
     const refused = refuseFile(attempt.where);
     if (refused) {
       attempt.outcome = refused;
-      throw new DevexitError(
-        'ERR_DEVEXIT_UNAVAILABLE',
-        loadMessage(spec, attempts, `${named(attempt)} ${refused}`),
-      );
+      throw loadError(loadMessage(spec, attempts, `${named(attempt)} ${refused}`));
     }
     let addon: T;
     try {
@@ -177,17 +180,14 @@ export function loadAddon<T>(spec: AddonSpec): T {
     } catch (err) {
       const why = (err as Error).message.split('\n')[0];
       attempt.outcome = `exists but did not load: ${why}`;
-      throw new DevexitError(
-        'ERR_DEVEXIT_UNAVAILABLE',
-        loadMessage(spec, attempts, `${named(attempt)} exists but did not load: ${why}`),
-        { cause: err },
-      );
+      throw loadError(loadMessage(spec, attempts, `${named(attempt)} exists but did not load: ${why}`), {
+        cause: err,
+      });
     }
     const mismatch = identify(spec, addon, attempt.where);
     if (mismatch) {
       attempt.outcome = `not ${spec.name}: ${mismatch.found}`;
-      const err = new DevexitError(
-        'ERR_DEVEXIT_UNAVAILABLE',
+      const err = loadError(
         loadMessage(
           spec,
           attempts,
@@ -201,7 +201,7 @@ export function loadAddon<T>(spec: AddonSpec): T {
     loaded.set(spec.name, attempt.where);
     return addon;
   }
-  throw new DevexitError('ERR_DEVEXIT_UNAVAILABLE', loadMessage(spec, attempts, notFound(spec)));
+  throw loadError(loadMessage(spec, attempts, notFound(spec)));
 }
 
 /** A path in a message: the user's (the env override) cut to about 80 characters. */
@@ -264,9 +264,9 @@ function identify(
   const exports = addon as Record<string, unknown>;
   const name = exports.addonName;
   if (typeof name === 'string' && name !== spec.name)
-    return { expected, found: `${describeValue(name)} (${what})` };
+    return { expected, found: `${core().describeValue(name)} (${what})` };
   if (spec.abi !== undefined && exports.abiVersion !== spec.abi) {
-    return { expected, found: `${what} with ABI ${describeValue(exports.abiVersion)}` };
+    return { expected, found: `${what} with ABI ${core().describeValue(exports.abiVersion)}` };
   }
   const missing = wanted.filter((k) => typeof exports[k] !== 'function');
   if (missing.length) return { expected, found: `${what}, which lacks ${missing.join(', ')}` };

@@ -1,9 +1,16 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DevexitError } from '@devexit/core';
+import type { DevexitError as DevexitErrorType } from '@devexit/core';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { addonCandidates, detectLibc, loadAddon, platformPackageName, platformTag } from '../src/loader.js';
+
+// The loader takes @devexit/core's error class from Node's require, when a load fails (it does not
+// load core otherwise): the class to compare with is that copy's, not the one vitest would inline.
+const { DevexitError } = createRequire(join(__dirname, '..', 'src', 'loader.ts'))(
+  '@devexit/core',
+) as typeof import('@devexit/core');
 
 const ENV = 'DEVEXIT_LOADER_TEST_ADDON';
 const tag = platformTag();
@@ -24,11 +31,11 @@ function layout(options: { platform?: 'bogus' | 'empty' } = {}) {
   return { root, packageDir, spec: { name: 'thing', packageDir, envVar: ENV } };
 }
 
-function thrown(fn: () => unknown): DevexitError {
+function thrown(fn: () => unknown): DevexitErrorType {
   try {
     fn();
   } catch (err) {
-    return err as DevexitError;
+    return err as DevexitErrorType;
   }
   throw new Error('did not throw');
 }
@@ -197,7 +204,7 @@ describe('loadAddon', () => {
     roots.push(root);
     const native = join(__dirname, '..', 'build', 'Release', 'devexit_native.node');
     process.env[ENV] = native;
-    const err = thrown(() => loadAddon({ ...spec, exports: ['probe', 'threads'] })) as DevexitError & {
+    const err = thrown(() => loadAddon({ ...spec, exports: ['probe', 'threads'] })) as DevexitErrorType & {
       expected?: string;
       found?: string;
     };
@@ -207,7 +214,7 @@ describe('loadAddon', () => {
     expect(err.message.split('\n')[0]).toBe(
       `devexit: cannot load thing.node: ${native} is not thing: expected thing (exports probe, threads); found devexit_native.node, which lacks probe, threads.`,
     );
-    const abi = thrown(() => loadAddon({ ...spec, abi: 999 })) as DevexitError & { found?: string };
+    const abi = thrown(() => loadAddon({ ...spec, abi: 999 })) as DevexitErrorType & { found?: string };
     expect(abi.found).toMatch(/^devexit_native\.node with ABI \d+$/);
     expect(loadAddon<{ closeAll: unknown }>({ ...spec, exports: ['closeAll'] }).closeAll).toBeTypeOf(
       'function',

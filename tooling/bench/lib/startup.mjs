@@ -46,9 +46,8 @@ export default async function startup({ quick }) {
   const phaseFaults = (name) => median(w.phases.map((x) => x[name].faults));
   const steps = [
     ['resolve', 'resolving \'@devexit/native\' (a first package resolution through an "exports" map)'],
-    ['core', "require('@devexit/core')"],
-    ['loader', "@devexit/backend's loader"],
-    ['native', 'the addon and the bridge into core'],
+    ['addon', 'the addon (dlopen, initialisers, module init)'],
+    ['native', 'the rest of @devexit/native (loader, bridge, hand-over; @devexit/core not loaded)'],
     ['exit', 'the JS exit layer at exit'],
   ];
   rows.push(
