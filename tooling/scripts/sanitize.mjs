@@ -17,6 +17,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const mode = process.argv[2];
+// `sanitize.mjs address packages/hip`: only the suites of the directories named after the mode.
+const only = process.argv.slice(3);
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -91,6 +93,14 @@ const REPORT =
 
 if (!(mode in SUITES)) {
   process.stderr.write('usage: node tooling/scripts/sanitize.mjs address|thread|leak [suite directory...]\n');
+  process.exit(2);
+}
+const unknown = only.filter((dir) => !SUITES[mode].some(([d]) => d === dir));
+if (unknown.length > 0) {
+  const known = [...new Set(SUITES[mode].map(([d]) => d))].join(', ') || 'none';
+  process.stderr.write(
+    `sanitize ${mode}: no suites for ${unknown.join(', ')}; its suites are in: ${known}\n`,
+  );
   process.exit(2);
 }
 
@@ -199,10 +209,8 @@ function leakCheck() {
     }
   }
 }
-if ((mode === 'address' && process.argv.length === 3) || mode === 'leak') leakCheck();
+if ((mode === 'address' && only.length === 0) || mode === 'leak') leakCheck();
 
-// `sanitize.mjs address packages/hip`: only the suites of the directories named after the mode.
-const only = process.argv.slice(3);
 for (const [dir, args, extraEnv] of SUITES[mode]) {
   if (only.length > 0 && !only.includes(dir)) continue;
   const at = join(work, dir);
