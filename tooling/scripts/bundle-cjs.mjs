@@ -38,11 +38,18 @@ const out = await build({
   },
 });
 const chunk = out.output.find((o) => o.type === 'chunk');
-// A module that is an entry of its own in package.json's exports (@devexit/native/loader) keeps
-// its file: it is in the bundle too, and shares its state with the bundle's copy through a global.
+// A module that is an entry of its own (@devexit/native/loader) keeps its file: it is in the bundle
+// too, and shares its state with the bundle's copy through a global. Entries are named by
+// package.json's exports, or, in a package without an exports map (@devexit/native: see its
+// README), by its typesVersions (each subpath's declarations beside its dist/ file).
+const entryFiles = [
+  ...Object.values(pkg.exports ?? {}).map((e) => (typeof e === 'string' ? e : e?.default)),
+  ...Object.values(pkg.typesVersions?.['*'] ?? {})
+    .flat()
+    .map((d) => (typeof d === 'string' ? d.replace(/\.d\.ts$/, '.js') : d)),
+];
 const entries = new Set(
-  Object.values(pkg.exports ?? {})
-    .map((e) => (typeof e === 'string' ? e : e?.default))
+  entryFiles
     .filter((e) => typeof e === 'string' && e.startsWith('./dist/'))
     .map((e) => join(src, e.slice('./dist/'.length).replace(/\.js$/, '.ts'))),
 );

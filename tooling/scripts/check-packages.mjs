@@ -137,7 +137,20 @@ function checkTarball(tgz, dir, pkg, platform) {
   // Every resolution mode (node10, node16 from CJS and from ESM, bundler), except for ESM-only
   // packages, which are not meant for require().
   const profile = pkg.type === 'module' ? 'esm-only' : 'strict';
-  const attw = run([bin('attw'), tgz, '--profile', profile, '--format', 'ascii', '--no-emoji']);
+  // A package without an exports map (@devexit/native: see its README) has its subpaths named by
+  // typesVersions; arethetypeswrong checks only "." unless told of them.
+  const subpaths = pkg.exports ? [] : Object.keys(pkg.typesVersions?.['*'] ?? {});
+  const entrypoints = subpaths.length ? ['--entrypoints', '.', ...subpaths, 'package.json'] : [];
+  const attw = run([
+    bin('attw'),
+    tgz,
+    '--profile',
+    profile,
+    '--format',
+    'ascii',
+    '--no-emoji',
+    ...entrypoints,
+  ]);
   const clean = profile === 'strict' ? attw.out.includes('No problems found') : attw.code === 0;
   if (attw.code !== 0 || !clean) {
     problems.push(`arethetypeswrong (--profile ${profile}):\n${attw.out}`);

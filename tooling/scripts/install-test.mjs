@@ -285,6 +285,16 @@ function appChecks(row, project, installed) {
     }
     check(row, app === 'app.cjs' ? 'cjs' : 'esm', problems.length === 0, problems.join('; '));
   }
+  if (installed.includes('@devexit/native')) {
+    const r = run([process.execPath, 'subpaths.mjs'], { cwd: project, env, timeout: 60_000 });
+    const report = lastJson(r.stdout);
+    check(
+      row,
+      'native subpaths',
+      r.code === 0 && report?.problems?.length === 0,
+      `exit ${r.code}: ${r.out.slice(-2000)}`,
+    );
+  }
 }
 
 async function tsChecks(row, project, files) {
@@ -386,7 +396,7 @@ function writeProject(pm, project, deps, withWgpu) {
 for (const pm of managers) {
   const project = join(work, `${pm}-app`);
   mkdirSync(project);
-  for (const f of ['app.cjs', 'app.mjs', 'cpu.ts', 'wgpu.ts', 'hip.ts', 'cuda.ts', 'cli.ts'])
+  for (const f of ['app.cjs', 'app.mjs', 'subpaths.mjs', 'cpu.ts', 'wgpu.ts', 'hip.ts', 'cuda.ts', 'cli.ts'])
     copyFileSync(join(fixtures, f), join(project, f));
   const deps = [];
   const tsFiles = [];

@@ -56,7 +56,6 @@ function platformManifest(a, tag) {
     cpu: [p.cpu],
     ...(p.libc ? { libc: [p.libc] } : {}),
     files: [file, 'README.md', 'LICENSE'],
-    exports: { './package.json': './package.json', [`./${file}`]: `./${file}` },
     engines: a.pkg.engines,
     scripts: {
       prepack: `node ${relative(platformDir(a, tag), join(root, 'tooling', 'scripts', 'prebuild.mjs'))} --stage .`,

@@ -12,6 +12,7 @@ export function loadBinding(): BindingModule {
     name: 'devexit_native',
     packageDir: join(__dirname, '..'),
     envVar: 'DEVEXIT_NATIVE_PATH',
+    platformPackages: '@devexit/native',
     exports: ['isExiting', 'closeAll', 'applySettings', 'state'],
   });
 }

@@ -115,9 +115,31 @@ function localBuilds(spec: AddonSpec): AddonAttempt[] {
   ];
 }
 
+/**
+ * The platform package's directory where an install puts it, found without a resolve: in the main
+ * package's own node_modules, else beside it (npm's hoisting and pnpm's virtual store put it in the
+ * node_modules holding the main package). The first two places Node's resolution from the main
+ * package looks; undefined where it is in neither.
+ */
+function installedBeside(packageDir: string, pkg: string, file: string): string | undefined {
+  const scoped = pkg.startsWith('@');
+  let top = dirname(packageDir);
+  if (scoped) {
+    if (basename(top) !== pkg.slice(0, pkg.indexOf('/'))) return undefined;
+    top = dirname(top);
+  }
+  for (const modules of [join(packageDir, 'node_modules'), basename(top) === 'node_modules' ? top : '']) {
+    const where = modules && join(modules, pkg, file);
+    if (where && existsSync(where)) return where;
+  }
+  return undefined;
+}
+
 function prebuild(spec: AddonSpec): AddonAttempt[] {
   const pkg = platformPackageName(spec);
   if (!pkg) return [];
+  const beside = installedBeside(spec.packageDir, pkg, `${spec.name}.node`);
+  if (beside) return [{ kind: 'prebuild', where: beside }];
   try {
     // From the main package's directory: npm hoists the platform package, pnpm links it next to
     // the main package in its virtual store.
@@ -161,15 +183,19 @@ export function loadedAddons(): Record<string, string> {
 export function loadAddon<T>(spec: AddonSpec): T {
   const override = process.env[spec.envVar];
   const attempts: AddonAttempt[] = override ? [{ kind: 'env', where: override }] : localBuilds(spec);
-  // The platform package is looked up (libc detection, a resolve) only when no local build loads.
-  if (!override && !attempts.some((a) => existsSync(a.where))) attempts.push(...prebuild(spec));
-  for (const attempt of attempts) {
+  for (let i = 0; i < attempts.length; i++) {
+    const attempt = attempts[i] as AddonAttempt;
     if (attempt.outcome) continue;
     if (!existsSync(attempt.where)) {
       attempt.outcome = 'not found';
+      // The platform package is looked up (libc detection, a resolve) only when no local build is there.
+      if (!override && i === attempts.length - 1 && attempt.kind === 'build')
+        attempts.push(...prebuild(spec));
       continue;
     }
-    const refused = refuseFile(attempt.where);
+    // What is not named .node is never required (require() would run it as JavaScript); whether the
+    // file is a shared object at all is read only when it fails to load (a clearer message than dlopen's).
+    const refused = refuseName(attempt.where);
     if (refused) {
       attempt.outcome = refused;
       throw loadError(loadMessage(spec, attempts, `${named(attempt)} ${refused}`));
@@ -178,6 +204,11 @@ export function loadAddon<T>(spec: AddonSpec): T {
     try {
       addon = require(attempt.where) as T;
     } catch (err) {
+      const notObject = refuseContent(attempt.where);
+      if (notObject) {
+        attempt.outcome = notObject;
+        throw loadError(loadMessage(spec, attempts, `${named(attempt)} ${notObject}`));
+      }
       const why = (err as Error).message.split('\n')[0];
       attempt.outcome = `exists but did not load: ${why}`;
       throw loadError(loadMessage(spec, attempts, `${named(attempt)} exists but did not load: ${why}`), {
@@ -226,13 +257,17 @@ const MAGIC = [
 ];
 
 /**
- * Why a file is not loaded at all, or undefined. require() runs anything that is not named .node
- * as JavaScript (DEVEXIT_CPU_ADDON=/etc/passwd would be evaluated), and a .node file that is not a
- * shared object fails inside dlopen with a less helpful message.
+ * Why a file is not required at all, or undefined: require() runs anything that is not named .node
+ * as JavaScript (DEVEXIT_CPU_ADDON=/etc/passwd would be evaluated).
  */
-function refuseFile(file: string): string | undefined {
+function refuseName(file: string): string | undefined {
   if (file.includes('\0')) return 'is not a path (it holds a NUL character)';
   if (extname(file) !== '.node') return 'is not a .node file (an addon is loaded only from a .node file)';
+  return undefined;
+}
+
+/** Why a .node file that failed to load is not a shared object at all, or undefined. */
+function refuseContent(file: string): string | undefined {
   const head = Buffer.alloc(4);
   let n = 0;
   let fd = -1;

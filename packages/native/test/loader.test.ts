@@ -104,6 +104,29 @@ describe('loadAddon', () => {
     expect(err.message).toContain(`tried prebuild ${prebuilt}: is not a shared object`);
   });
 
+  it("an installed platform package is found where Node would resolve it first, without a resolve: the package's own node_modules, then beside it", () => {
+    const { root, packageDir, spec } = layout({ platform: 'bogus' });
+    roots.push(root);
+    const beside = join(root, 'node_modules', '@devexit-test', `thing-${tag}`);
+    // No package.json: require.resolve(`${pkg}/package.json`) would not find it.
+    rmSync(join(beside, 'package.json'));
+    expect(addonCandidates(spec)[2]?.where).toBe(join(beside, 'thing.node'));
+    const nested = join(packageDir, 'node_modules', '@devexit-test', `thing-${tag}`);
+    mkdirSync(nested, { recursive: true });
+    writeFileSync(join(nested, 'thing.node'), 'not a shared object either\n');
+    expect(addonCandidates(spec)[2]?.where).toBe(join(nested, 'thing.node'));
+    expect(thrown(() => loadAddon(spec)).message).toContain(
+      `tried prebuild ${join(nested, 'thing.node')}: is not a shared object`,
+    );
+    // Outside a node_modules layout (a workspace checkout), only the resolve.
+    const loose = mkdtempSync(join(tmpdir(), 'devexit-loader-'));
+    roots.push(loose);
+    mkdirSync(join(loose, `thing-${tag}`));
+    writeFileSync(join(loose, `thing-${tag}`, 'thing.node'), 'x');
+    const looseSpec = { ...spec, packageDir: join(loose, 'thing'), platformPackages: 'thing' };
+    expect(addonCandidates(looseSpec)[2]?.outcome).toMatch(/^not installed/);
+  });
+
   it('a platform package without its file: "not found", the fixes still listed', () => {
     const { root, spec } = layout({ platform: 'empty' });
     roots.push(root);

@@ -4,9 +4,15 @@ import type { Backend, Device, DeviceBuffer, KernelArg, ProbeResult, Queue } fro
 import { isExiting } from '@devexit/core';
 import { backend } from '@devexit/cpu';
 import { type GuardState, guardState } from '@devexit/native';
+import { type AddonSpec, loadedAddons } from '@devexit/native/loader';
 
 const cpu: Backend = backend;
 const guard: GuardState = guardState();
+// The subpaths' types (the package has no exports map: typesVersions names them). gyp's flags are
+// for building from source, with node-addon-api installed: types only here.
+const spec: Pick<AddonSpec, 'name'> = { name: 'devexit_native' };
+const flags: typeof import('@devexit/native/gyp')['cflags_cc'] = '-std=c++17';
+if (!loadedAddons()[spec.name] || !flags) throw new Error('@devexit/native subpaths');
 const probe: ProbeResult = await cpu.probe();
 if (!probe.available) throw new Error(`cpu unavailable: ${probe.reason}`);
 
