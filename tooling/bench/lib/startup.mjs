@@ -45,7 +45,7 @@ export default async function startup({ quick }) {
   const phase = (name) => median(w.phases.map((x) => x[name].cpuMs));
   const phaseFaults = (name) => median(w.phases.map((x) => x[name].faults));
   const steps = [
-    ['resolve', 'resolving \'@devexit/native\' (a first package resolution through an "exports" map)'],
+    ['resolve', "resolving '@devexit/native' (the process's first package resolution; no exports map)"],
     ['addon', 'the addon (dlopen, initialisers, module init)'],
     ['native', 'the rest of @devexit/native (loader, bridge, hand-over; @devexit/core not loaded)'],
     ['exit', 'the JS exit layer at exit'],
