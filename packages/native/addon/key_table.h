@@ -24,11 +24,8 @@
 #include <string_view>
 #include <vector>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
 #include "devexit.h"
+#include "key_filter.h"
 
 namespace devexit {
 
@@ -54,7 +51,7 @@ class KeyTable {
   KeyTable(const KeyTable &) = delete;
   KeyTable &operator=(const KeyTable &) = delete;
   ~KeyTable() {
-    FreeIndex(slots_, capacity_);
+    FreeZeroed(slots_, capacity_ * sizeof(uint32_t));
     for (Record *c : chunks_) std::free(c);
     for (char *c : names_) std::free(c);
   }
@@ -67,21 +64,28 @@ class KeyTable {
     return h ^ (h >> 32);
   }
 
-  // Starts fetching the slot line of `hash`. Any thread, without the table's lock: it reads one
-  // atomic word, and a stale one only fetches a line for nothing.
+  // Starts fetching the filter block of `hash` (what an insert reads and writes at random). Any
+  // thread, without the table's lock: it reads one atomic word, and a stale one only fetches a
+  // line for nothing.
   void Prefetch(uint64_t hash) const {
-    const uintptr_t hint = hint_.load(std::memory_order_relaxed);
-    if (hint == 0) return;
-    const auto *slots = reinterpret_cast<const uint32_t *>(hint & ~kHintBits);
-    __builtin_prefetch(slots + (hash & ((size_t{1} << (hint & kHintBits)) - 1)), 1);
+    KeyFilter::Prefetch(hint_.load(std::memory_order_relaxed), static_cast<uint32_t>(hash));
   }
 
   // Adds the key (close must be set); false if the key is there (then nothing changes). May
   // throw std::bad_alloc, before changing anything.
   bool Insert(uint64_t hash, uint16_t type, uint32_t index, std::string_view service, devexit_close_fn close,
               void *ctx) {
-    if (Find(hash, type, index, service) != kNone) return false;
-    Reserve(service.size());  // may throw: nothing changed yet
+    const auto h = static_cast<uint32_t>(hash);
+    // The filter says "new" for almost every new key: then the key is not in the index nor
+    // pending, and its slot is found later, with the other pending keys'. Otherwise the exact
+    // check, on an index with nothing pending.
+    const bool checked = filter_.MaybeHas(h);  // always, without a filter
+    if (checked) {
+      uncertain_++;
+      Flush();
+      if (Find(hash, type, index, service) != kNone) return false;
+    }
+    Reserve(service.size());  // may throw: nothing changed yet (a re-index places what is pending)
     const uint32_t number = static_cast<uint32_t>(used_++);
     Record &r = At(number);
     r.close = close;
@@ -92,7 +96,14 @@ class KeyTable {
     r.tag = Tag(hash);
     r.name_size = static_cast<uint8_t>(service.size());
     r.name = AppendName(service);
-    Place(r.hash, r.tag, number);
+    filter_.Add(h);
+    const uint32_t word = uint32_t{r.tag} << kNumberBits | number;
+    if (checked) {
+      Place(h, word);  // nothing pending, its slot's line just read
+    } else {
+      pending_[pending_size_++] = Pending{h, word};
+      if (pending_size_ == kPending) Flush();
+    }
     live_++;
     // Records and names are written in order: fetch the lines of the next few ahead of time.
     if (number % kChunk + 4 < kChunk) __builtin_prefetch(&r + 4, 1);
@@ -101,6 +112,7 @@ class KeyTable {
   }
 
   bool Erase(uint64_t hash, uint16_t type, uint32_t index, std::string_view service) {
+    Flush();
     const size_t slot = Find(hash, type, index, service);
     if (slot == kNone) return false;
     At(slots_[slot] & kNumberMask).close = nullptr;
@@ -112,8 +124,12 @@ class KeyTable {
 
   size_t size() const { return live_; }
 
-  // Sizes the index for `keys` keys at once (tooling/bench's pre-sized variant: what growing
-  // costs). May throw std::bad_alloc, changing nothing.
+  // Inserts that the filter could not call new (duplicates, re-registered keys, false positives),
+  // since the table was made: tooling/bench reports them.
+  size_t uncertain() const { return uncertain_; }
+
+  // Sizes the index (and filter) for `keys` keys at once (tooling/bench's pre-sized variant: what
+  // growing costs). May throw std::bad_alloc, changing nothing.
   void ReserveIndex(size_t keys) {
     size_t size = capacity_ > 1024 ? capacity_ : 1024;
     while (size < (keys + 1) * 2) size *= 2;
@@ -133,6 +149,8 @@ class KeyTable {
   // Forgets every record; keeps the memory for the next registrations.
   void Clear() {
     if (slots_) std::memset(slots_, 0, capacity_ * sizeof(uint32_t));
+    filter_.Clear();
+    pending_size_ = 0;
     used_ = live_ = dead_slots_ = 0;
     name_chunk_ = name_used_ = 0;
   }
@@ -144,7 +162,7 @@ class KeyTable {
   static constexpr uint32_t kNumberMask = (uint32_t{1} << kNumberBits) - 1;
   static constexpr uint32_t kEmpty = 0, kDead = 1;        // tag 0; live slots have tag 1..127
   static constexpr size_t kNone = ~size_t{0};
-  static constexpr uintptr_t kHintBits = 63;               // log2(capacity) in the slots' low bits
+  static constexpr size_t kPending = 64;                   // keys placed in the index together
   static_assert(kMaxRecords == size_t{1} << kNumberBits, "");
 
   static uint8_t Tag(uint64_t h) {
@@ -170,12 +188,22 @@ class KeyTable {
     }
   }
 
-  void Place(uint32_t hash, uint8_t tag, uint32_t number) {
+  // `word`: the record's tag and number.
+  void Place(uint32_t hash, uint32_t word) {
     const size_t mask = capacity_ - 1;
     size_t s = hash & mask;
     while (slots_[s] >> kNumberBits) s = (s + 1) & mask;
     if (slots_[s] == kDead) dead_slots_--;
-    slots_[s] = uint32_t{tag} << kNumberBits | number;
+    slots_[s] = word;
+  }
+
+  // Places the pending keys: their slots' lines are fetched first, all together, so that their
+  // memory latencies overlap instead of adding up one insert after another.
+  void Flush() {
+    const size_t mask = capacity_ - 1;
+    for (size_t i = 0; i < pending_size_; i++) __builtin_prefetch(slots_ + (pending_[i].hash & mask), 1);
+    for (size_t i = 0; i < pending_size_; i++) Place(pending_[i].hash, pending_[i].word);
+    pending_size_ = 0;
   }
 
   uint32_t AppendName(std::string_view service) {
@@ -218,55 +246,39 @@ class KeyTable {
     }
   }
 
-  // An index of 2 MiB or more (512k slots: from ~170k keys) gets its own 2 MiB-aligned mapping,
-  // marked for transparent huge pages: its random probes then miss the TLB on a few huge pages
-  // instead of one 4 KiB page each, and a fresh one is faulted in per 2 MiB (zeroed by the kernel:
-  // no memset). Smaller ones come from malloc, cleared.
-  static constexpr size_t kHuge = size_t{2} << 20;
-
-  static uint32_t *AllocIndex(size_t size) {
-    const size_t bytes = size * sizeof(uint32_t);
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (bytes >= kHuge) {
-      void *map = mmap(nullptr, bytes + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (map == MAP_FAILED) return nullptr;
-      const auto start = reinterpret_cast<uintptr_t>(map);
-      const uintptr_t at = (start + kHuge - 1) & ~(kHuge - 1);
-      if (at > start) munmap(map, at - start);
-      if (start + kHuge > at) munmap(reinterpret_cast<void *>(at + bytes), start + kHuge - at);
-      madvise(reinterpret_cast<void *>(at), bytes, MADV_HUGEPAGE);  // a hint: fine if refused
-      return reinterpret_cast<uint32_t *>(at);
-    }
-#endif
-    auto *slots = static_cast<uint32_t *>(std::aligned_alloc(64, bytes));
-    if (slots) std::memset(slots, 0, bytes);
-    return slots;
-  }
-
-  static void FreeIndex(uint32_t *slots, size_t size) {
-    if (!slots) return;
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (size * sizeof(uint32_t) >= kHuge) {
-      munmap(slots, size * sizeof(uint32_t));
-      return;
-    }
-#endif
-    std::free(slots);
-  }
-
+  // A new index of `size` slots (an index of 2 MiB or more, from ~170k keys, is its own
+  // huge-page mapping: see AllocZeroed) and a new filter of half a byte per slot, both filled
+  // from the records (pending keys included). May throw std::bad_alloc, changing nothing.
   void Reindex(size_t size) {
-    auto *slots = AllocIndex(size);
-    if (!slots) throw std::bad_alloc();  // the old index stays
-    FreeIndex(slots_, capacity_);
+    auto *slots = static_cast<uint32_t *>(AllocZeroed(size * sizeof(uint32_t)));
+    if (!slots) throw std::bad_alloc();
+    KeyFilter filter;
+    if (!filter.Allocate(size >= kFilterFrom ? size / kSlotsPerBlock : 0)) {
+      FreeZeroed(slots, size * sizeof(uint32_t));
+      throw std::bad_alloc();  // the old index and filter stay
+    }
+    FreeZeroed(slots_, capacity_ * sizeof(uint32_t));
     slots_ = slots;
     capacity_ = size;
+    filter_.Swap(filter);  // the old one goes with `filter`
+    Rebuild();
+    hint_.store(filter_.Hint(), std::memory_order_relaxed);
+  }
+
+  // Fills the (empty) index and filter from the live records; nothing is left pending. The
+  // slots' lines are fetched a few records ahead.
+  void Rebuild() {
+    constexpr size_t kAhead = 16;
+    const size_t mask = capacity_ - 1;
+    pending_size_ = 0;
     dead_slots_ = 0;
     for (size_t i = 0; i < used_; i++) {
+      if (i + kAhead < used_) __builtin_prefetch(slots_ + (At(i + kAhead).hash & mask), 1);
       const Record &r = At(i);
-      if (r.close) Place(r.hash, r.tag, static_cast<uint32_t>(i));
+      if (!r.close) continue;
+      filter_.Add(r.hash);
+      Place(r.hash, uint32_t{r.tag} << kNumberBits | static_cast<uint32_t>(i));
     }
-    hint_.store(reinterpret_cast<uintptr_t>(slots_) | static_cast<uintptr_t>(__builtin_ctzll(size)),
-                std::memory_order_relaxed);
   }
 
   // Moves the live records and their names to the front, in order, and re-indexes them. Names
@@ -289,13 +301,23 @@ class KeyTable {
     name_chunk_ = chunk;
     name_used_ = used;
     std::memset(slots_, 0, capacity_ * sizeof(uint32_t));
-    dead_slots_ = 0;
-    for (size_t i = 0; i < used_; i++) Place(At(i).hash, At(i).tag, static_cast<uint32_t>(i));
+    filter_.Clear();  // the erased keys' bits go too
+    Rebuild();
   }
 
   uint32_t *slots_ = nullptr;       // capacity_ words: a power of two, or none yet
   size_t capacity_ = 0;
-  std::atomic<uintptr_t> hint_{0};  // slots_ | log2(capacity_), for Prefetch without the lock
+  static constexpr size_t kSlotsPerBlock = 128;  // 512 filter bits: 4 per slot, 8-16 per key
+  static constexpr size_t kFilterFrom = size_t{1} << 17;  // slots: smaller indexes stay in the cache
+  KeyFilter filter_;
+  std::atomic<uintptr_t> hint_{0};  // filter_.Hint(), for Prefetch without the lock
+  struct Pending {
+    uint32_t hash;  // the hash's low bits
+    uint32_t word;  // the record's slot word
+  };
+  Pending pending_[kPending];  // records not in the index yet, all in the filter
+  size_t pending_size_ = 0;
+  size_t uncertain_ = 0;
   std::vector<Record *> chunks_;    // records never move between compactions
   std::vector<char *> names_;       // name chunks; names_[name_chunk_] is being filled
   size_t name_chunk_ = 0;
