@@ -56,6 +56,10 @@ inline void FreeZeroed(void *p, size_t bytes) {
 
 class KeyFilter {
  public:
+  // One block (512 bits) per 128 slots of the index: 4 bits per slot, 8-16 per key.
+  static constexpr uint32_t kBlockShift = 7;
+  static constexpr size_t kSlotsPerBlock = size_t{1} << kBlockShift;
+
   KeyFilter() = default;
   KeyFilter(const KeyFilter &) = delete;
   KeyFilter &operator=(const KeyFilter &) = delete;
@@ -76,6 +80,8 @@ class KeyFilter {
     log2_blocks_ = static_cast<uint32_t>(__builtin_ctzll(blocks));
     return true;
   }
+
+  bool active() const { return words_ != nullptr; }
 
   void Swap(KeyFilter &other) {
     std::swap(words_, other.words_);
@@ -118,9 +124,10 @@ class KeyFilter {
   static constexpr uint32_t kWords = 8;
   static constexpr size_t kBlockBytes = kWords * sizeof(uint64_t);
 
-  // The block: the top bits of a multiplicative hash of h (the index's slot is h's low bits).
+  // The block: the index region of h's home slot, when the index has kSlotsPerBlock slots per
+  // block (the table's re-index then writes both one region after another).
   static size_t BlockOf(uint32_t h, uint32_t log2_blocks) {
-    return static_cast<size_t>((uint64_t{h * 0x9E3779B1u} << 32) >> (64 - log2_blocks));
+    return (h >> kBlockShift) & ((size_t{1} << log2_blocks) - 1);
   }
   size_t Block(uint32_t h) const { return BlockOf(h, log2_blocks_); }
 

@@ -64,11 +64,16 @@ class KeyTable {
     return h ^ (h >> 32);
   }
 
-  // Starts fetching the filter block of `hash` (what an insert reads and writes at random). Any
-  // thread, without the table's lock: it reads one atomic word, and a stale one only fetches a
-  // line for nothing.
+  // Starts fetching the filter block and the index slot line of `hash`. Any thread, without the
+  // table's lock: it reads two atomic words, and a stale one only fetches a line for nothing. An
+  // insert reads the filter block at once; the slot line is read when the key is placed (up to
+  // kPending inserts later: still in the cache) or checked.
   void Prefetch(uint64_t hash) const {
-    KeyFilter::Prefetch(hint_.load(std::memory_order_relaxed), static_cast<uint32_t>(hash));
+    KeyFilter::Prefetch(filter_hint_.load(std::memory_order_relaxed), static_cast<uint32_t>(hash));
+    const uintptr_t hint = index_hint_.load(std::memory_order_relaxed);
+    if (hint == 0) return;
+    const auto *slots = reinterpret_cast<const uint32_t *>(hint & ~kHintBits);
+    __builtin_prefetch(slots + (hash & ((size_t{1} << (hint & kHintBits)) - 1)), 1);
   }
 
   // Adds the key (close must be set); false if the key is there (then nothing changes). May
@@ -79,11 +84,9 @@ class KeyTable {
     // The filter says "new" for almost every new key: then the key is not in the index nor
     // pending, and its slot is found later, with the other pending keys'. Otherwise the exact
     // check, on an index with nothing pending.
-    const bool checked = filter_.MaybeHas(h);  // always, without a filter
-    if (checked) {
-      uncertain_++;
-      Flush();
-      if (Find(hash, type, index, service) != kNone) return false;
+    if (filter_.MaybeHas(h)) {  // always, without a filter
+      if (filter_.active()) uncertain_++;
+      if (Find(hash, type, index, service) != kNone || FindPending(h, type, index, service)) return false;
     }
     Reserve(service.size());  // may throw: nothing changed yet (a re-index places what is pending)
     const uint32_t number = static_cast<uint32_t>(used_++);
@@ -97,9 +100,9 @@ class KeyTable {
     r.name_size = static_cast<uint8_t>(service.size());
     r.name = AppendName(service);
     filter_.Add(h);
-    const uint32_t word = uint32_t{r.tag} << kNumberBits | number;
-    if (checked) {
-      Place(h, word);  // nothing pending, its slot's line just read
+    const uint32_t word = Word(r, number);
+    if (!filter_.active()) {
+      Place(h, word);  // a small index: in the cache
     } else {
       pending_[pending_size_++] = Pending{h, word};
       if (pending_size_ == kPending) Flush();
@@ -163,6 +166,7 @@ class KeyTable {
   static constexpr uint32_t kEmpty = 0, kDead = 1;        // tag 0; live slots have tag 1..127
   static constexpr size_t kNone = ~size_t{0};
   static constexpr size_t kPending = 64;                   // keys placed in the index together
+  static constexpr uintptr_t kHintBits = 63;               // log2(capacity) in the slots' low bits
   static_assert(kMaxRecords == size_t{1} << kNumberBits, "");
 
   static uint8_t Tag(uint64_t h) {
@@ -189,6 +193,21 @@ class KeyTable {
   }
 
   // `word`: the record's tag and number.
+  static uint32_t Word(const Record &r, size_t number) {
+    return uint32_t{r.tag} << kNumberBits | static_cast<uint32_t>(number);
+  }
+
+  bool FindPending(uint32_t h, uint16_t type, uint32_t index, std::string_view service) {
+    for (size_t i = 0; i < pending_size_; i++) {
+      if (pending_[i].hash != h) continue;
+      const Record &r = At(pending_[i].word & kNumberMask);
+      if (r.type == type && r.index == index && r.name_size == service.size() &&
+          std::memcmp(NameAt(r.name), service.data(), service.size()) == 0)
+        return true;
+    }
+    return false;
+  }
+
   void Place(uint32_t hash, uint32_t word) {
     const size_t mask = capacity_ - 1;
     size_t s = hash & mask;
@@ -262,23 +281,57 @@ class KeyTable {
     capacity_ = size;
     filter_.Swap(filter);  // the old one goes with `filter`
     Rebuild();
-    hint_.store(filter_.Hint(), std::memory_order_relaxed);
+    filter_hint_.store(filter_.Hint(), std::memory_order_relaxed);
+    index_hint_.store(reinterpret_cast<uintptr_t>(slots_) | static_cast<uintptr_t>(__builtin_ctzll(size)),
+                      std::memory_order_relaxed);
   }
 
   // Fills the (empty) index and filter from the live records; nothing is left pending. The
   // slots' lines are fetched a few records ahead.
   void Rebuild() {
-    constexpr size_t kAhead = 16;
-    const size_t mask = capacity_ - 1;
     pending_size_ = 0;
     dead_slots_ = 0;
+    if (capacity_ >= kFilterFrom && RebuildByRegion()) return;
     for (size_t i = 0; i < used_; i++) {
-      if (i + kAhead < used_) __builtin_prefetch(slots_ + (At(i + kAhead).hash & mask), 1);
       const Record &r = At(i);
       if (!r.close) continue;
       filter_.Add(r.hash);
-      Place(r.hash, uint32_t{r.tag} << kNumberBits | static_cast<uint32_t>(i));
+      Place(r.hash, Word(r, i));
     }
+  }
+
+  // The same for a large index, one region of it (32 KiB, and its filter blocks) after another:
+  // the live records, sorted by region first (a counting sort into scratch memory, 8 bytes per
+  // key), then written where the region's lines are in the cache; taken in registration order,
+  // every one would wait for the memory. False (nothing changed) without memory for the sort.
+  bool RebuildByRegion() {
+    constexpr unsigned kRegionBits = 13;
+    const size_t regions = capacity_ >> kRegionBits;
+    const size_t mask = capacity_ - 1;
+    auto *at = static_cast<uint32_t *>(std::calloc(regions + 1, sizeof(uint32_t)));
+    if (!at) return false;
+    size_t live = 0;
+    for (size_t i = 0; i < used_; i++) {
+      const Record &r = At(i);
+      if (r.close) at[((r.hash & mask) >> kRegionBits) + 1]++, live++;
+    }
+    auto *sorted = static_cast<Pending *>(std::malloc(live * sizeof(Pending) + 1));
+    if (!sorted) {
+      std::free(at);
+      return false;
+    }
+    for (size_t g = 1; g <= regions; g++) at[g] += at[g - 1];
+    for (size_t i = 0; i < used_; i++) {
+      const Record &r = At(i);
+      if (r.close) sorted[at[(r.hash & mask) >> kRegionBits]++] = Pending{r.hash, Word(r, i)};
+    }
+    for (size_t k = 0; k < live; k++) {
+      filter_.Add(sorted[k].hash);
+      Place(sorted[k].hash, sorted[k].word);
+    }
+    std::free(sorted);
+    std::free(at);
+    return true;
   }
 
   // Moves the live records and their names to the front, in order, and re-indexes them. Names
@@ -307,10 +360,11 @@ class KeyTable {
 
   uint32_t *slots_ = nullptr;       // capacity_ words: a power of two, or none yet
   size_t capacity_ = 0;
-  static constexpr size_t kSlotsPerBlock = 128;  // 512 filter bits: 4 per slot, 8-16 per key
+  static constexpr size_t kSlotsPerBlock = KeyFilter::kSlotsPerBlock;  // 4 filter bits per slot
   static constexpr size_t kFilterFrom = size_t{1} << 17;  // slots: smaller indexes stay in the cache
   KeyFilter filter_;
-  std::atomic<uintptr_t> hint_{0};  // filter_.Hint(), for Prefetch without the lock
+  // For Prefetch without the lock: filter_.Hint(), and slots_ | log2(capacity_).
+  std::atomic<uintptr_t> filter_hint_{0}, index_hint_{0};
   struct Pending {
     uint32_t hash;  // the hash's low bits
     uint32_t word;  // the record's slot word
