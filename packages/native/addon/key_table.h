@@ -4,15 +4,26 @@
 //   service names go into an append-only arena beside them. (std::unordered_map costs a node
 //   allocation per key and rehashes that chase every node: 130 ns per key at 1k, 600+ at 100k.)
 // - The index is one 4-byte word per slot, 7 bits of the hash (the tag) and the record's number:
-//   an insert reads and writes one cache line of it, and only a matching tag reads a record.
+//   placing a key reads and writes one cache line of it, and only a matching tag reads a record.
 //   (Separate tag and record-number arrays cost two random lines per insert.)
-// - The caller hashes the key and prefetches its slot before taking the registry's lock
-//   (Prefetch): the lock's atomic instructions wait for the stores in flight, not for that line.
-// - ~45 bytes per key at a million keys (32 of record, ~8 of name, 4-8 of index; was ~110): half
-//   the pages to fault in, and an 8 MiB index.
-// What is left at a million keys is the memory's latency on the insert's one index line, which
-// the lock keeps from overlapping with the next insert's (the bare index, without lock or
-// records, grows as much from 1k to 1M keys on a loaded machine).
+// - ~45 bytes per key at a million keys (32 of record, ~8 of name, 4-8 of index, 0.5-1 of filter).
+// - Up to 512 KiB of index (~43k keys) the index is in the cache: an insert looks the key up and
+//   places it at once. Beyond, that line is a memory access (~100 ns here) which the registry's
+//   lock kept from overlapping with the next insert's: its atomic instructions wait for the store.
+//   So a larger index comes with a membership filter (key_filter.h: a blocked Bloom filter of 4
+//   bits per slot, 1 MiB at a million keys, which stays in the cache), and an insert whose key the
+//   filter has never seen (almost every new key) only appends the record and leaves the key
+//   pending: the pending keys (64) are placed together, their slot lines fetched in one go. The
+//   caller prefetches the key's filter block and slot line before taking the lock (Prefetch), so
+//   that line is in the cache when the key is placed. A key the filter may have seen (a duplicate,
+//   an erased key again, a false positive: ~1% of new keys) is looked up in the index and the
+//   pending list. Erase and the rest place the pending keys first: they see an exact index.
+// - The index doubles when half full (erased slots included). A large one is refilled region by
+//   region from the records sorted by region (random writes over 8 MiB cost what the inserts
+//   saved), and from 2 MiB it is its own huge-page mapping (key_filter.h's AllocZeroed).
+// What is left at a million keys: placing the pending keys (memory-bound, overlapped), the
+// re-indexes (every key is placed again ~once on the way to 1M, into fresh memory that this VM
+// backs slowly on first touch), the filter's cache misses, and the false positives' lookups.
 #pragma once
 
 #include <atomic>
@@ -36,7 +47,7 @@ class KeyTable {
     void *ctx;
     uint32_t index;
     uint32_t name;      // where the NUL-terminated service name starts in the name chunks
-    uint32_t hash;      // the hash's low bits: the record's slot when re-indexing
+    uint32_t hash;      // the hash's low bits: the record's slot and filter bits when re-indexing
     uint16_t type;
     uint8_t name_size;  // <= DEVEXIT_MAX_NAME
     uint8_t tag;
