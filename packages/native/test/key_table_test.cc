@@ -103,7 +103,7 @@ void Run(uint64_t seed, long steps, uint32_t pool, int erase_percent) {
 // and every key stays findable across re-indexes and a clear.
 void Pending() {
   devexit::KeyTable t;
-  const long kKeys = 200000;
+  const long kKeys = 120000;
   auto key = [](long i) { return "k" + std::to_string(i); };
   for (long i = 0; i < kKeys; i++) {
     const std::string name = key(i);
@@ -155,7 +155,7 @@ int main() {
   Run(2, 150000, 3000, 48);    // open/close cycles: compactions of records and names
   Run(3, 50000, 200, 50);      // a small churning set
   Run(4, 40000, 1u << 30, 0);  // distinct long names only
-  Run(5, 120000, 120000, 45);  // churn in a table with a filter: compactions, pending keys
+  Run(5, 100000, 120000, 45);  // churn in a table with a filter: compactions, pending keys
   Pending();
   std::printf("ok %ld\n", checks);
   return 0;
