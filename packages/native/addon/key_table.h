@@ -7,7 +7,7 @@
 //   placing a key reads and writes one cache line of it, and only a matching tag reads a record.
 //   (Separate tag and record-number arrays cost two random lines per insert.)
 // - ~45 bytes per key at a million keys (32 of record, ~8 of name, 4-8 of index, 0.5-1 of filter).
-// - Up to 512 KiB of index (~43k keys) the index is in the cache: an insert looks the key up and
+// - Below 2 MiB of index (up to ~130k keys) the index is in the cache: an insert looks the key up and
 //   places it at once. Beyond, that line is a memory access (~100 ns here) which the registry's
 //   lock kept from overlapping with the next insert's: its atomic instructions wait for the store.
 //   So a larger index comes with a membership filter (key_filter.h: a blocked Bloom filter of 4
@@ -58,7 +58,10 @@ class KeyTable {
   // address space before that; registering more returns DEVEXIT_ERR_NOMEM).
   static constexpr size_t kMaxRecords = size_t{1} << 25;
 
-  KeyTable() = default;
+  // An index of kFilterFrom slots or more (2 MiB: from ~130k keys) has the filter; below, it
+  // stays in the cache. (The tests give a smaller threshold: the filter at any size.)
+  static constexpr size_t kFilterFrom = size_t{1} << 19;
+  explicit KeyTable(size_t filter_from = kFilterFrom) : filter_from_(filter_from) {}
   KeyTable(const KeyTable &) = delete;
   KeyTable &operator=(const KeyTable &) = delete;
   ~KeyTable() {
@@ -283,7 +286,7 @@ class KeyTable {
     auto *slots = static_cast<uint32_t *>(AllocZeroed(size * sizeof(uint32_t)));
     if (!slots) throw std::bad_alloc();
     KeyFilter filter;
-    if (!filter.Allocate(size >= kFilterFrom ? size / kSlotsPerBlock : 0)) {
+    if (!filter.Allocate(size >= filter_from_ ? size / kSlotsPerBlock : 0)) {
       FreeZeroed(slots, size * sizeof(uint32_t));
       throw std::bad_alloc();  // the old index and filter stay
     }
@@ -302,7 +305,7 @@ class KeyTable {
   void Rebuild() {
     pending_size_ = 0;
     dead_slots_ = 0;
-    if (capacity_ >= kFilterFrom && RebuildByRegion()) return;
+    if (capacity_ >= filter_from_ && RebuildByRegion()) return;
     for (size_t i = 0; i < used_; i++) {
       const Record &r = At(i);
       if (!r.close) continue;
@@ -317,7 +320,7 @@ class KeyTable {
   // every one would wait for the memory. False (nothing changed) without memory for the sort.
   bool RebuildByRegion() {
     constexpr unsigned kRegionBits = 13;
-    const size_t regions = capacity_ >> kRegionBits;
+    const size_t regions = capacity_ > (size_t{1} << kRegionBits) ? capacity_ >> kRegionBits : 1;
     const size_t mask = capacity_ - 1;
     auto *at = static_cast<uint32_t *>(std::calloc(regions + 1, sizeof(uint32_t)));
     if (!at) return false;
@@ -372,7 +375,7 @@ class KeyTable {
   uint32_t *slots_ = nullptr;       // capacity_ words: a power of two, or none yet
   size_t capacity_ = 0;
   static constexpr size_t kSlotsPerBlock = KeyFilter::kSlotsPerBlock;  // 4 filter bits per slot
-  static constexpr size_t kFilterFrom = size_t{1} << 17;  // slots: smaller indexes stay in the cache
+  const size_t filter_from_;
   KeyFilter filter_;
   // For Prefetch without the lock: filter_.Hint(), and slots_ | log2(capacity_).
   std::atomic<uintptr_t> filter_hint_{0}, index_hint_{0};
