@@ -7,23 +7,25 @@
 //   placing a key reads and writes one cache line of it, and only a matching tag reads a record.
 //   (Separate tag and record-number arrays cost two random lines per insert.)
 // - ~45 bytes per key at a million keys (32 of record, ~8 of name, 4-8 of index, 0.5-1 of filter).
-// - Below 2 MiB of index (up to ~130k keys) the index is in the cache: an insert looks the key up and
-//   places it at once. Beyond, that line is a memory access (~100 ns here) which the registry's
-//   lock kept from overlapping with the next insert's: its atomic instructions wait for the store.
-//   So a larger index comes with a membership filter (key_filter.h: a blocked Bloom filter of 4
-//   bits per slot, 1 MiB at a million keys, which stays in the cache), and an insert whose key the
-//   filter has never seen (almost every new key) only appends the record and leaves the key
-//   pending: the pending keys (64) are placed together, their slot lines fetched in one go. The
-//   caller prefetches the key's filter block and slot line before taking the lock (Prefetch), so
-//   that line is in the cache when the key is placed. A key the filter may have seen (a duplicate,
-//   an erased key again, a false positive: ~1% of new keys) is looked up in the index and the
-//   pending list. Erase and the rest place the pending keys first: they see an exact index.
+// - Below 2 MiB of index (up to ~130k keys) the index is in the cache: an insert looks the key
+//   up and places it at once. Beyond, that line is a memory access (~100 ns here) which the
+//   registry's lock kept from overlapping with the next insert's: its atomic instructions wait for
+//   the store. So a larger index comes with a membership filter (key_filter.h: a blocked Bloom
+//   filter of 4 bits per slot, 1 MiB at a million keys, which stays in the cache), and an insert
+//   whose key the filter has never seen (almost every new key) only appends the record and leaves
+//   the key pending: the pending keys (64) are placed together, their slot lines fetched in one
+//   go. The caller prefetches the key's filter block and slot line before taking the lock
+//   (Prefetch), so that line is in the cache when the key is placed. A key the filter may have
+//   seen (a duplicate, an erased key again, a false positive: ~1% of new keys) is looked up in the
+//   index and the pending list. Erase and the rest place the pending keys first: they see an
+//   exact index.
 // - The index doubles when half full (erased slots included). A large one is refilled region by
-//   region from the records sorted by region (random writes over 8 MiB cost what the inserts
-//   saved), and from 2 MiB it is its own huge-page mapping (key_filter.h's AllocZeroed).
-// What is left at a million keys: placing the pending keys (memory-bound, overlapped), the
-// re-indexes (every key is placed again ~once on the way to 1M, into fresh memory that this VM
-// backs slowly on first touch), the filter's cache misses, and the false positives' lookups.
+//   region from the records sorted by region (512k keys into 2M slots: ~21 ns per key, ~47 in
+//   registration order), and from 2 MiB it is its own huge-page mapping (AllocZeroed).
+// What is left at a million keys (~2x the cost per key at 1k on this VM): placing the pending
+// keys (memory-bound, overlapped), the re-indexes (every key is placed again ~once on the way to
+// 1M, into fresh memory that this VM backs slowly on first touch), the filter's cache misses, and
+// the false positives' lookups.
 #pragma once
 
 #include <atomic>
@@ -95,9 +97,9 @@ class KeyTable {
   bool Insert(uint64_t hash, uint16_t type, uint32_t index, std::string_view service, devexit_close_fn close,
               void *ctx) {
     const auto h = static_cast<uint32_t>(hash);
-    // The filter says "new" for almost every new key: then the key is not in the index nor
-    // pending, and its slot is found later, with the other pending keys'. Otherwise the exact
-    // check, on an index with nothing pending.
+    // The filter says "new" for almost every new key: then the key is neither in the index nor
+    // pending, and its slot is found later, with the other pending keys'. Otherwise (and always
+    // for a small index, which has no filter) the exact check: the index, then the pending keys.
     if (filter_.MaybeHas(h)) {  // always, without a filter
       if (filter_.active()) uncertain_++;
       if (Find(hash, type, index, service) != kNone || FindPending(h, type, index, service)) return false;
