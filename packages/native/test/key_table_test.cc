@@ -123,7 +123,8 @@ void Pending() {
   Expect(t.size() == static_cast<size_t>(kKeys), "size after growth", kKeys);
   for (long i = 0; i < kKeys; i += 3) {
     const std::string name = key(i);
-    Expect(!t.Insert(devexit::KeyTable::Hash(1, 0, name), 1, 0, name, Close, nullptr), "every key is found", i);
+    const uint64_t h = devexit::KeyTable::Hash(1, 0, name);
+    Expect(!t.Insert(h, 1, 0, name, Close, nullptr), "every key is found", i);
   }
   // Colliding hashes: the same low 32 bits (and so the same filter bits and home slot) for
   // different keys, and for the same name on other devices.
@@ -147,7 +148,8 @@ void Pending() {
   Expect(t.size() == 0, "clear empties", 0);
   for (long i = 0; i < kKeys; i += 5) {
     const std::string name = key(i);
-    Expect(t.Insert(devexit::KeyTable::Hash(1, 0, name), 1, 0, name, Close, nullptr), "after a clear keys are new", i);
+    const uint64_t h = devexit::KeyTable::Hash(1, 0, name);
+    Expect(t.Insert(h, 1, 0, name, Close, nullptr), "after a clear keys are new", i);
   }
 }
 
