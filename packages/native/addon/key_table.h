@@ -4,15 +4,28 @@
 //   service names go into an append-only arena beside them. (std::unordered_map costs a node
 //   allocation per key and rehashes that chase every node: 130 ns per key at 1k, 600+ at 100k.)
 // - The index is one 4-byte word per slot, 7 bits of the hash (the tag) and the record's number:
-//   an insert reads and writes one cache line of it, and only a matching tag reads a record.
+//   placing a key reads and writes one cache line of it, and only a matching tag reads a record.
 //   (Separate tag and record-number arrays cost two random lines per insert.)
-// - The caller hashes the key and prefetches its slot before taking the registry's lock
-//   (Prefetch): the lock's atomic instructions wait for the stores in flight, not for that line.
-// - ~45 bytes per key at a million keys (32 of record, ~8 of name, 4-8 of index; was ~110): half
-//   the pages to fault in, and an 8 MiB index.
-// What is left at a million keys is the memory's latency on the insert's one index line, which
-// the lock keeps from overlapping with the next insert's (the bare index, without lock or
-// records, grows as much from 1k to 1M keys on a loaded machine).
+// - ~45 bytes per key at a million keys (32 of record, ~8 of name, 4-8 of index, 0.5-1 of filter).
+// - Below 2 MiB of index (up to ~130k keys) the index is in the cache: an insert looks the key
+//   up and places it at once. Beyond, that line is a memory access (~100 ns here) which the
+//   registry's lock kept from overlapping with the next insert's: its atomic instructions wait for
+//   the store. So a larger index comes with a membership filter (key_filter.h: a blocked Bloom
+//   filter of 4 bits per slot, 1 MiB at a million keys, which stays in the cache), and an insert
+//   whose key the filter has never seen (almost every new key) only appends the record and leaves
+//   the key pending: the pending keys (64) are placed together, their slot lines fetched in one
+//   go. The caller prefetches the key's filter block and slot line before taking the lock
+//   (Prefetch), so that line is in the cache when the key is placed. A key the filter may have
+//   seen (a duplicate, an erased key again, a false positive: ~1% of new keys) is looked up in the
+//   index and the pending list. Erase and the rest place the pending keys first: they see an
+//   exact index.
+// - The index doubles when half full (erased slots included). A large one is refilled region by
+//   region from the records sorted by region (512k keys into 2M slots: ~21 ns per key, ~47 in
+//   registration order), and from 2 MiB it is its own huge-page mapping (AllocZeroed).
+// What is left at a million keys (~2x the cost per key at 1k on this VM): placing the pending
+// keys (memory-bound, overlapped), the re-indexes (every key is placed again ~once on the way to
+// 1M, into fresh memory that this VM backs slowly on first touch), the filter's cache misses, and
+// the false positives' lookups.
 #pragma once
 
 #include <atomic>
@@ -24,11 +37,8 @@
 #include <string_view>
 #include <vector>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
 #include "devexit.h"
+#include "key_filter.h"
 
 namespace devexit {
 
@@ -39,7 +49,7 @@ class KeyTable {
     void *ctx;
     uint32_t index;
     uint32_t name;      // where the NUL-terminated service name starts in the name chunks
-    uint32_t hash;      // the hash's low bits: the record's slot when re-indexing
+    uint32_t hash;      // the hash's low bits: the record's slot and filter bits when re-indexing
     uint16_t type;
     uint8_t name_size;  // <= DEVEXIT_MAX_NAME
     uint8_t tag;
@@ -50,11 +60,14 @@ class KeyTable {
   // address space before that; registering more returns DEVEXIT_ERR_NOMEM).
   static constexpr size_t kMaxRecords = size_t{1} << 25;
 
-  KeyTable() = default;
+  // An index of kFilterFrom slots or more (2 MiB: from ~130k keys) has the filter; below, it
+  // stays in the cache. (The tests give a smaller threshold: the filter at any size.)
+  static constexpr size_t kFilterFrom = size_t{1} << 19;
+  explicit KeyTable(size_t filter_from = kFilterFrom) : filter_from_(filter_from) {}
   KeyTable(const KeyTable &) = delete;
   KeyTable &operator=(const KeyTable &) = delete;
   ~KeyTable() {
-    FreeIndex(slots_, capacity_);
+    FreeZeroed(slots_, capacity_ * sizeof(uint32_t));
     for (Record *c : chunks_) std::free(c);
     for (char *c : names_) std::free(c);
   }
@@ -67,10 +80,13 @@ class KeyTable {
     return h ^ (h >> 32);
   }
 
-  // Starts fetching the slot line of `hash`. Any thread, without the table's lock: it reads one
-  // atomic word, and a stale one only fetches a line for nothing.
+  // Starts fetching the filter block and the index slot line of `hash`. Any thread, without the
+  // table's lock: it reads two atomic words, and a stale one only fetches a line for nothing. An
+  // insert reads the filter block at once; the slot line is read when the key is placed (up to
+  // kPending inserts later: still in the cache) or checked.
   void Prefetch(uint64_t hash) const {
-    const uintptr_t hint = hint_.load(std::memory_order_relaxed);
+    KeyFilter::Prefetch(filter_hint_.load(std::memory_order_relaxed), static_cast<uint32_t>(hash));
+    const uintptr_t hint = index_hint_.load(std::memory_order_relaxed);
     if (hint == 0) return;
     const auto *slots = reinterpret_cast<const uint32_t *>(hint & ~kHintBits);
     __builtin_prefetch(slots + (hash & ((size_t{1} << (hint & kHintBits)) - 1)), 1);
@@ -80,8 +96,15 @@ class KeyTable {
   // throw std::bad_alloc, before changing anything.
   bool Insert(uint64_t hash, uint16_t type, uint32_t index, std::string_view service, devexit_close_fn close,
               void *ctx) {
-    if (Find(hash, type, index, service) != kNone) return false;
-    Reserve(service.size());  // may throw: nothing changed yet
+    const auto h = static_cast<uint32_t>(hash);
+    // The filter says "new" for almost every new key: then the key is neither in the index nor
+    // pending, and its slot is found later, with the other pending keys'. Otherwise (and always
+    // for a small index, which has no filter) the exact check: the index, then the pending keys.
+    if (filter_.MaybeHas(h)) {  // always, without a filter
+      if (filter_.active()) uncertain_++;
+      if (Find(hash, type, index, service) != kNone || FindPending(h, type, index, service)) return false;
+    }
+    Reserve(service.size());  // may throw: nothing changed yet (a re-index places what is pending)
     const uint32_t number = static_cast<uint32_t>(used_++);
     Record &r = At(number);
     r.close = close;
@@ -92,7 +115,14 @@ class KeyTable {
     r.tag = Tag(hash);
     r.name_size = static_cast<uint8_t>(service.size());
     r.name = AppendName(service);
-    Place(r.hash, r.tag, number);
+    filter_.Add(h);
+    const uint32_t word = Word(r, number);
+    if (!filter_.active()) {
+      Place(h, word);  // a small index: in the cache
+    } else {
+      pending_[pending_size_++] = Pending{h, word};
+      if (pending_size_ == kPending) Flush();
+    }
     live_++;
     // Records and names are written in order: fetch the lines of the next few ahead of time.
     if (number % kChunk + 4 < kChunk) __builtin_prefetch(&r + 4, 1);
@@ -101,6 +131,7 @@ class KeyTable {
   }
 
   bool Erase(uint64_t hash, uint16_t type, uint32_t index, std::string_view service) {
+    Flush();
     const size_t slot = Find(hash, type, index, service);
     if (slot == kNone) return false;
     At(slots_[slot] & kNumberMask).close = nullptr;
@@ -112,8 +143,12 @@ class KeyTable {
 
   size_t size() const { return live_; }
 
-  // Sizes the index for `keys` keys at once (tooling/bench's pre-sized variant: what growing
-  // costs). May throw std::bad_alloc, changing nothing.
+  // Inserts that the filter could not call new (duplicates, re-registered keys, false positives),
+  // since the table was made: tooling/bench reports them.
+  size_t uncertain() const { return uncertain_; }
+
+  // Sizes the index (and filter) for `keys` keys at once (tooling/bench's pre-sized variant: what
+  // growing costs). May throw std::bad_alloc, changing nothing.
   void ReserveIndex(size_t keys) {
     size_t size = capacity_ > 1024 ? capacity_ : 1024;
     while (size < (keys + 1) * 2) size *= 2;
@@ -133,6 +168,8 @@ class KeyTable {
   // Forgets every record; keeps the memory for the next registrations.
   void Clear() {
     if (slots_) std::memset(slots_, 0, capacity_ * sizeof(uint32_t));
+    filter_.Clear();
+    pending_size_ = 0;
     used_ = live_ = dead_slots_ = 0;
     name_chunk_ = name_used_ = 0;
   }
@@ -144,6 +181,7 @@ class KeyTable {
   static constexpr uint32_t kNumberMask = (uint32_t{1} << kNumberBits) - 1;
   static constexpr uint32_t kEmpty = 0, kDead = 1;        // tag 0; live slots have tag 1..127
   static constexpr size_t kNone = ~size_t{0};
+  static constexpr size_t kPending = 64;                   // keys placed in the index together
   static constexpr uintptr_t kHintBits = 63;               // log2(capacity) in the slots' low bits
   static_assert(kMaxRecords == size_t{1} << kNumberBits, "");
 
@@ -170,12 +208,37 @@ class KeyTable {
     }
   }
 
-  void Place(uint32_t hash, uint8_t tag, uint32_t number) {
+  // `word`: the record's tag and number.
+  static uint32_t Word(const Record &r, size_t number) {
+    return uint32_t{r.tag} << kNumberBits | static_cast<uint32_t>(number);
+  }
+
+  bool FindPending(uint32_t h, uint16_t type, uint32_t index, std::string_view service) {
+    for (size_t i = 0; i < pending_size_; i++) {
+      if (pending_[i].hash != h) continue;
+      const Record &r = At(pending_[i].word & kNumberMask);
+      if (r.type == type && r.index == index && r.name_size == service.size() &&
+          std::memcmp(NameAt(r.name), service.data(), service.size()) == 0)
+        return true;
+    }
+    return false;
+  }
+
+  void Place(uint32_t hash, uint32_t word) {
     const size_t mask = capacity_ - 1;
     size_t s = hash & mask;
     while (slots_[s] >> kNumberBits) s = (s + 1) & mask;
     if (slots_[s] == kDead) dead_slots_--;
-    slots_[s] = uint32_t{tag} << kNumberBits | number;
+    slots_[s] = word;
+  }
+
+  // Places the pending keys: their slots' lines are fetched first, all together, so that their
+  // memory latencies overlap instead of adding up one insert after another.
+  void Flush() {
+    const size_t mask = capacity_ - 1;
+    for (size_t i = 0; i < pending_size_; i++) __builtin_prefetch(slots_ + (pending_[i].hash & mask), 1);
+    for (size_t i = 0; i < pending_size_; i++) Place(pending_[i].hash, pending_[i].word);
+    pending_size_ = 0;
   }
 
   uint32_t AppendName(std::string_view service) {
@@ -218,55 +281,73 @@ class KeyTable {
     }
   }
 
-  // An index of 2 MiB or more (512k slots: from ~170k keys) gets its own 2 MiB-aligned mapping,
-  // marked for transparent huge pages: its random probes then miss the TLB on a few huge pages
-  // instead of one 4 KiB page each, and a fresh one is faulted in per 2 MiB (zeroed by the kernel:
-  // no memset). Smaller ones come from malloc, cleared.
-  static constexpr size_t kHuge = size_t{2} << 20;
-
-  static uint32_t *AllocIndex(size_t size) {
-    const size_t bytes = size * sizeof(uint32_t);
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (bytes >= kHuge) {
-      void *map = mmap(nullptr, bytes + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (map == MAP_FAILED) return nullptr;
-      const auto start = reinterpret_cast<uintptr_t>(map);
-      const uintptr_t at = (start + kHuge - 1) & ~(kHuge - 1);
-      if (at > start) munmap(map, at - start);
-      if (start + kHuge > at) munmap(reinterpret_cast<void *>(at + bytes), start + kHuge - at);
-      madvise(reinterpret_cast<void *>(at), bytes, MADV_HUGEPAGE);  // a hint: fine if refused
-      return reinterpret_cast<uint32_t *>(at);
-    }
-#endif
-    auto *slots = static_cast<uint32_t *>(std::aligned_alloc(64, bytes));
-    if (slots) std::memset(slots, 0, bytes);
-    return slots;
-  }
-
-  static void FreeIndex(uint32_t *slots, size_t size) {
-    if (!slots) return;
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    if (size * sizeof(uint32_t) >= kHuge) {
-      munmap(slots, size * sizeof(uint32_t));
-      return;
-    }
-#endif
-    std::free(slots);
-  }
-
+  // A new index of `size` slots (an index of 2 MiB or more, from ~170k keys, is its own
+  // huge-page mapping: see AllocZeroed) and a new filter of half a byte per slot, both filled
+  // from the records (pending keys included). May throw std::bad_alloc, changing nothing.
   void Reindex(size_t size) {
-    auto *slots = AllocIndex(size);
-    if (!slots) throw std::bad_alloc();  // the old index stays
-    FreeIndex(slots_, capacity_);
+    auto *slots = static_cast<uint32_t *>(AllocZeroed(size * sizeof(uint32_t)));
+    if (!slots) throw std::bad_alloc();
+    KeyFilter filter;
+    if (!filter.Allocate(size >= filter_from_ ? size / kSlotsPerBlock : 0)) {
+      FreeZeroed(slots, size * sizeof(uint32_t));
+      throw std::bad_alloc();  // the old index and filter stay
+    }
+    FreeZeroed(slots_, capacity_ * sizeof(uint32_t));
     slots_ = slots;
     capacity_ = size;
+    filter_.Swap(filter);  // the old one goes with `filter`
+    Rebuild();
+    filter_hint_.store(filter_.Hint(), std::memory_order_relaxed);
+    index_hint_.store(reinterpret_cast<uintptr_t>(slots_) | static_cast<uintptr_t>(__builtin_ctzll(size)),
+                      std::memory_order_relaxed);
+  }
+
+  // Fills the (empty) index and filter from the live records; nothing is left pending. The
+  // slots' lines are fetched a few records ahead.
+  void Rebuild() {
+    pending_size_ = 0;
     dead_slots_ = 0;
+    if (capacity_ >= filter_from_ && RebuildByRegion()) return;
     for (size_t i = 0; i < used_; i++) {
       const Record &r = At(i);
-      if (r.close) Place(r.hash, r.tag, static_cast<uint32_t>(i));
+      if (!r.close) continue;
+      filter_.Add(r.hash);
+      Place(r.hash, Word(r, i));
     }
-    hint_.store(reinterpret_cast<uintptr_t>(slots_) | static_cast<uintptr_t>(__builtin_ctzll(size)),
-                std::memory_order_relaxed);
+  }
+
+  // The same for a large index, one region of it (32 KiB, and its filter blocks) after another:
+  // the live records, sorted by region first (a counting sort into scratch memory, 8 bytes per
+  // key), then written where the region's lines are in the cache; taken in registration order,
+  // every one would wait for the memory. False (nothing changed) without memory for the sort.
+  bool RebuildByRegion() {
+    constexpr unsigned kRegionBits = 13;
+    const size_t regions = capacity_ > (size_t{1} << kRegionBits) ? capacity_ >> kRegionBits : 1;
+    const size_t mask = capacity_ - 1;
+    auto *at = static_cast<uint32_t *>(std::calloc(regions + 1, sizeof(uint32_t)));
+    if (!at) return false;
+    size_t live = 0;
+    for (size_t i = 0; i < used_; i++) {
+      const Record &r = At(i);
+      if (r.close) at[((r.hash & mask) >> kRegionBits) + 1]++, live++;
+    }
+    auto *sorted = static_cast<Pending *>(std::malloc(live * sizeof(Pending) + 1));
+    if (!sorted) {
+      std::free(at);
+      return false;
+    }
+    for (size_t g = 1; g <= regions; g++) at[g] += at[g - 1];
+    for (size_t i = 0; i < used_; i++) {
+      const Record &r = At(i);
+      if (r.close) sorted[at[(r.hash & mask) >> kRegionBits]++] = Pending{r.hash, Word(r, i)};
+    }
+    for (size_t k = 0; k < live; k++) {
+      filter_.Add(sorted[k].hash);
+      Place(sorted[k].hash, sorted[k].word);
+    }
+    std::free(sorted);
+    std::free(at);
+    return true;
   }
 
   // Moves the live records and their names to the front, in order, and re-indexes them. Names
@@ -289,13 +370,24 @@ class KeyTable {
     name_chunk_ = chunk;
     name_used_ = used;
     std::memset(slots_, 0, capacity_ * sizeof(uint32_t));
-    dead_slots_ = 0;
-    for (size_t i = 0; i < used_; i++) Place(At(i).hash, At(i).tag, static_cast<uint32_t>(i));
+    filter_.Clear();  // the erased keys' bits go too
+    Rebuild();
   }
 
   uint32_t *slots_ = nullptr;       // capacity_ words: a power of two, or none yet
   size_t capacity_ = 0;
-  std::atomic<uintptr_t> hint_{0};  // slots_ | log2(capacity_), for Prefetch without the lock
+  static constexpr size_t kSlotsPerBlock = KeyFilter::kSlotsPerBlock;  // 4 filter bits per slot
+  const size_t filter_from_;
+  KeyFilter filter_;
+  // For Prefetch without the lock: filter_.Hint(), and slots_ | log2(capacity_).
+  std::atomic<uintptr_t> filter_hint_{0}, index_hint_{0};
+  struct Pending {
+    uint32_t hash;  // the hash's low bits
+    uint32_t word;  // the record's slot word
+  };
+  Pending pending_[kPending];  // records not in the index yet, all in the filter
+  size_t pending_size_ = 0;
+  size_t uncertain_ = 0;
   std::vector<Record *> chunks_;    // records never move between compactions
   std::vector<char *> names_;       // name chunks; names_[name_chunk_] is being filled
   size_t name_chunk_ = 0;

@@ -44,8 +44,8 @@ int AbiRegister(devexit_device_id device, const char *service, devexit_close_fn 
   const size_t len = NameLength(service);
   if (!close || len == 0) return DEVEXIT_ERR_INVALID;
   const std::string_view name(service, len);
-  // Hashed, and its slot fetched, before the lock: the lock's atomic instructions wait for the
-  // memory traffic in flight, so what is fetched before them is not waited for inside.
+  // Hashed, and its filter block and index slot fetched (key_table.h), before the lock: inside it
+  // the insert reads the filter block at once, and the slot line when the key is placed.
   const uint64_t hash = KeyTable::Hash(device.type, device.index, name);
   Registrations &r = Reg();
   r.entries.Prefetch(hash);

@@ -5,7 +5,8 @@
 //   registerMany(n)           n registrations into devexit's registry, through devexit.h
 //   tableInsert(n, variant)   n inserts into the registry's own key table (addon/key_table.h),
 //                             without the ABI: 'lock' (a mutex around each, as the registry
-//                             takes), 'plain' (no lock), 'presized' (no lock, index sized first)
+//                             takes), 'plain' (no lock), 'presized' (no lock, index sized first);
+//                             also says how many inserts the table's filter could not call new
 //   indexFloor(n)             n inserts into the barest hash index of the registry's shape (4-byte
 //                             slots probed and written, no records, no lock, sized first): what
 //                             the memory charges any index of that size
@@ -201,6 +202,7 @@ Napi::Value TableInsert(const Napi::CallbackInfo &info) {
   }
   Napi::Object out = timer.Done(info.Env());
   out["keys"] = static_cast<double>(placed);
+  out["uncertain"] = static_cast<double>(table->uncertain());
   delete table;
   return out;
 }

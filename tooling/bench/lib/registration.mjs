@@ -40,6 +40,7 @@ export default async function registration({ quick }) {
         `devexit's registry through devexit.h, CPU time per key: ${at('registry', sizes)} ns; ` +
         `its key table without the ABI call, with the registry's lock: ${span('table-lock')}; ` +
         `without the lock: ${span('table')}; without the lock, index sized first: ${span('table-presized')}; ` +
+        `the table's filter could not call ${(m('table1000000', 'uncertain') * 100).toFixed(1)}% of the 1M new keys new; ` +
         `malloc keeping faulted-in memory for each (fixtures/reg.cjs); on cold memory: ${span('cold')}, ` +
         `${(m('cold1000', 'faults') * 1000).toFixed(1)} and ${(m('cold1000000', 'faults') * 1000).toFixed(1)} page faults per 1000 keys; ` +
         `median of ${runs} processes each`,

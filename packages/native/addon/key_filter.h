@@ -1,0 +1,148 @@
+// The key table's (key_table.h) membership filter and the memory its large arrays come from.
+// KeyFilter is a blocked Bloom filter over the low 32 bits of a key's hash (what a record keeps,
+// so that the table can rebuild it from its records): one 64-byte block per key, one bit in each
+// of the block's eight 64-bit words. "No" is exact; "maybe" is wrong for a few percent of new
+// keys at 8 bits per key (the table keeps 8-16: half a byte per index slot), and erased keys' bits
+// stay set until the next rebuild. At a million keys it is 1 MiB, where the index is 8 MiB: it
+// stays in the cache where the index does not.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+namespace devexit {
+
+// Zeroed memory for a table's arrays, 64-byte aligned. 2 MiB or more gets its own 2 MiB-aligned
+// mapping, marked for transparent huge pages: random accesses then miss the TLB on a few huge
+// pages instead of one 4 KiB page each, and a fresh one is faulted in per 2 MiB (zeroed by the
+// kernel: no memset). Smaller ones come from malloc, cleared. nullptr when out of memory.
+constexpr size_t kHugeBytes = size_t{2} << 20;
+
+inline void *AllocZeroed(size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (bytes >= kHugeBytes) {
+    void *map = mmap(nullptr, bytes + kHugeBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (map == MAP_FAILED) return nullptr;
+    const auto start = reinterpret_cast<uintptr_t>(map);
+    const uintptr_t at = (start + kHugeBytes - 1) & ~(kHugeBytes - 1);
+    if (at > start) munmap(map, at - start);
+    if (start + kHugeBytes > at) munmap(reinterpret_cast<void *>(at + bytes), start + kHugeBytes - at);
+    madvise(reinterpret_cast<void *>(at), bytes, MADV_HUGEPAGE);  // a hint: fine if refused
+    return reinterpret_cast<void *>(at);
+  }
+#endif
+  void *p = std::aligned_alloc(64, bytes);
+  if (p) std::memset(p, 0, bytes);
+  return p;
+}
+
+inline void FreeZeroed(void *p, size_t bytes) {
+  if (!p) return;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (bytes >= kHugeBytes) {
+    munmap(p, bytes);
+    return;
+  }
+#endif
+  std::free(p);
+}
+
+class KeyFilter {
+ public:
+  // One block (512 bits) per 128 slots of the index: 4 bits per slot, 8-16 per key.
+  static constexpr uint32_t kBlockShift = 7;
+  static constexpr size_t kSlotsPerBlock = size_t{1} << kBlockShift;
+
+  KeyFilter() = default;
+  KeyFilter(const KeyFilter &) = delete;
+  KeyFilter &operator=(const KeyFilter &) = delete;
+  ~KeyFilter() { FreeZeroed(words_, bytes()); }
+
+  // An empty filter of `blocks` blocks (a power of two, at least 8; 0: none) in place of this one's
+  // memory; false (nothing changed) when out of memory.
+  bool Allocate(size_t blocks) {
+    if (blocks == 0) {
+      FreeZeroed(words_, bytes());
+      words_ = nullptr;
+      return true;
+    }
+    auto *words = static_cast<uint64_t *>(AllocZeroed(blocks * kBlockBytes));
+    if (!words) return false;
+    FreeZeroed(words_, bytes());
+    words_ = words;
+    log2_blocks_ = static_cast<uint32_t>(__builtin_ctzll(blocks));
+    return true;
+  }
+
+  bool active() const { return words_ != nullptr; }
+
+  void Swap(KeyFilter &other) {
+    std::swap(words_, other.words_);
+    std::swap(log2_blocks_, other.log2_blocks_);
+  }
+
+  // False: `h` was never added since the last Clear (or Allocate). True: it may have been, or
+  // there is no filter.
+  bool MaybeHas(uint32_t h) const {
+    if (!words_) return true;
+    const uint64_t *w = words_ + Block(h) * kWords;
+    const uint64_t x = Bits(h);
+    uint64_t all = 1;
+    for (uint32_t i = 0; i < kWords; i++) all &= w[i] >> (x >> (6 * i) & 63);
+    return all & 1;
+  }
+
+  void Add(uint32_t h) {
+    if (!words_) return;
+    uint64_t *w = words_ + Block(h) * kWords;
+    const uint64_t x = Bits(h);
+    for (uint32_t i = 0; i < kWords; i++) w[i] |= uint64_t{1} << (x >> (6 * i) & 63);
+  }
+
+  void Clear() {
+    if (words_) std::memset(words_, 0, bytes());
+  }
+
+  // words_ | log2(blocks) (blocks are 64-byte aligned): for Prefetch, read without the table's lock.
+  uintptr_t Hint() const { return words_ ? reinterpret_cast<uintptr_t>(words_) | log2_blocks_ : 0; }
+
+  // Starts fetching the block of `h` in the filter that `hint` (a Hint()) names.
+  static void Prefetch(uintptr_t hint, uint32_t h) {
+    if (hint == 0) return;
+    const auto *words = reinterpret_cast<const uint64_t *>(hint & ~uintptr_t{63});
+    __builtin_prefetch(words + BlockOf(h, static_cast<uint32_t>(hint & 63)) * kWords, 1);
+  }
+
+ private:
+  static constexpr uint32_t kWords = 8;
+  static constexpr size_t kBlockBytes = kWords * sizeof(uint64_t);
+
+  // The block: the index region of h's home slot, when the index has kSlotsPerBlock slots per
+  // block (the table's re-index then writes both one region after another).
+  static size_t BlockOf(uint32_t h, uint32_t log2_blocks) {
+    return (h >> kBlockShift) & ((size_t{1} << log2_blocks) - 1);
+  }
+  size_t Block(uint32_t h) const { return BlockOf(h, log2_blocks_); }
+
+  // The bit in each word: six bits each of a second mix of h.
+  static uint64_t Bits(uint32_t h) {
+    uint64_t x = (uint64_t{h} << 32 | h) * 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 31;
+    x *= 0x94D049BB133111EBull;
+    return x ^ (x >> 29);
+  }
+
+  size_t bytes() const { return words_ ? (size_t{1} << log2_blocks_) * kBlockBytes : 0; }
+
+  uint64_t *words_ = nullptr;
+  uint32_t log2_blocks_ = 0;
+};
+
+}  // namespace devexit
