@@ -13,6 +13,17 @@ export const median = (xs) => {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 };
 
+/**
+ * The median of paired differences b[i] - a[i] over samples taken in the same round of
+ * interleave(): neighbours in time share the machine's state (its load, its other users), which
+ * a difference of two medians does not cancel. On this shared VM a bare node's CPU time moves by
+ * 2x between minutes; the paired median's spread is a fraction of the two medians'.
+ */
+export function pairedMedian(a, b, field) {
+  const n = Math.min(a.length, b.length);
+  return median(Array.from({ length: n }, (_, i) => b[i][field] - a[i][field]));
+}
+
 /** Runs `rounds` rounds of every variant, interleaved (a, b, c, a, b, c, ...), and returns the
  * samples per variant. A variant is a function returning a number (sync or async). */
 export async function interleave(rounds, variants) {
