@@ -281,7 +281,7 @@ class KeyTable {
     }
   }
 
-  // A new index of `size` slots (an index of 2 MiB or more, from ~170k keys, is its own
+  // A new index of `size` slots (an index of 2 MiB or more, from ~130k keys, is its own
   // huge-page mapping: see AllocZeroed) and a new filter of half a byte per slot, both filled
   // from the records (pending keys included). May throw std::bad_alloc, changing nothing.
   void Reindex(size_t size) {
@@ -302,8 +302,8 @@ class KeyTable {
                       std::memory_order_relaxed);
   }
 
-  // Fills the (empty) index and filter from the live records; nothing is left pending. The
-  // slots' lines are fetched a few records ahead.
+  // Fills the (empty) index and filter from the live records; nothing is left pending. A large
+  // index region by region (RebuildByRegion), a small one in registration order.
   void Rebuild() {
     pending_size_ = 0;
     dead_slots_ = 0;

@@ -128,9 +128,11 @@ function installedBeside(packageDir: string, pkg: string, file: string): string 
     if (basename(top) !== pkg.slice(0, pkg.indexOf('/'))) return undefined;
     top = dirname(top);
   }
-  for (const modules of [join(packageDir, 'node_modules'), basename(top) === 'node_modules' ? top : '']) {
-    const where = modules && join(modules, pkg, file);
-    if (where && existsSync(where)) return where;
+  const places = [join(packageDir, 'node_modules')];
+  if (basename(top) === 'node_modules') places.push(top);
+  for (const modules of places) {
+    const where = join(modules, pkg, file);
+    if (existsSync(where)) return where;
   }
   return undefined;
 }
