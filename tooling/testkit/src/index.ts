@@ -1,4 +1,5 @@
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { type CloseReportEntry, parseReportLines } from '@devexit/core';
 
 export interface ChildOptions {
@@ -100,9 +101,17 @@ export function runChild(options: ChildOptions): Promise<ChildResult> {
     child.stderr.on('data', (d: string) => {
       stderr += d;
     });
+    // Past the limit: what the child's threads were doing goes into its stderr, then SIGKILL.
     const timer = setTimeout(() => {
       timedOut = true;
-      child.kill('SIGKILL');
+      if (child.pid === undefined) {
+        child.kill('SIGKILL');
+        return;
+      }
+      void describeHang(child.pid).then((text) => {
+        stderr += text;
+        child.kill('SIGKILL');
+      });
     }, timeoutMs);
     child.on('error', (err) => {
       clearTimeout(timer);
@@ -122,6 +131,51 @@ export function runChild(options: ChildOptions): Promise<ChildResult> {
       });
     });
   });
+}
+
+/**
+ * What a live process is doing, for a child about to be killed for hanging: each thread's name,
+ * state and kernel wait channel (Linux's /proc; '' where there is none), and with
+ * DEVEXIT_TEST_HANG_STACKS=1 every thread's backtrace from gdb (CI installs it): a hang that shows
+ * once in a hundred loaded runs is then diagnosed from the run that saw it. Never throws; gdb gets
+ * at most 60 s.
+ */
+export async function describeHang(pid: number): Promise<string> {
+  const read = (path: string) => {
+    try {
+      return readFileSync(path, 'utf8').trim();
+    } catch {
+      return '?';
+    }
+  };
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return '';
+  }
+  const threads = tids.map((tid) => {
+    const at = `/proc/${pid}/task/${tid}`;
+    // stat: "tid (comm) state ...": the state is the field after the name's closing parenthesis.
+    const state = read(`${at}/stat`)
+      .replace(/^.*\) /s, '')
+      .split(' ')[0];
+    return `  ${tid} ${read(`${at}/comm`)} ${state} ${read(`${at}/wchan`)}`;
+  });
+  let text = `\ndevexit-test: the child (pid ${pid}) hung; its threads (tid, name, state, wait channel):\n${threads.join('\n')}\n`;
+  if (process.env.DEVEXIT_TEST_HANG_STACKS !== '1') return text;
+  const args = ['-p', String(pid), '-batch', '-nx', '-ex', 'thread apply all bt 40'];
+  text += await new Promise<string>((resolve) => {
+    execFile(
+      'gdb',
+      args,
+      { timeout: 60_000, killSignal: 'SIGKILL', maxBuffer: 16 << 20 },
+      (err, out, errOut) => {
+        resolve(out ? `${out}\n` : `devexit-test: gdb gave no backtrace: ${err?.message ?? ''} ${errOut}\n`);
+      },
+    );
+  });
+  return text;
 }
 
 /**

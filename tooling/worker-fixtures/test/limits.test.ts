@@ -71,6 +71,14 @@ describe('a Worker blocked in a native call past the deadline (a 60 s call, DEVE
 
   it("control: onTimeout 'warn' lets Node tear the Workers down: it joins a thread inside a 60 s call (a hang; killed at 5 s)", async () => {
     const results = await stuck({ DEVEXIT_ON_TIMEOUT: 'warn' }, 1, 5000);
-    expect(results[0]?.timedOut, show(results[0] as ChildResult)).toBe(true);
+    const r = results[0] as ChildResult;
+    expect(r.timedOut, show(r)).toBe(true);
+    // What the hung child was doing, read before the kill (testkit's describeHang): its threads,
+    // the main one first; with DEVEXIT_TEST_HANG_STACKS=1 (CI) every thread's backtrace too.
+    expect(r.stderr, show(r)).toMatch(
+      /devexit-test: the child \(pid \d+\) hung; its threads[^\n]*\n {2}\d+ node [A-Z] /,
+    );
+    if (process.env.DEVEXIT_TEST_HANG_STACKS === '1')
+      expect(r.stderr, show(r)).toMatch(/^Thread \d+ .*\n#0 /m);
   });
 });
