@@ -4,7 +4,10 @@
 // of the block's eight 64-bit words. "No" is exact; "maybe" is wrong for a few percent of new
 // keys at 8 bits per key (the table keeps 8-16: half a byte per index slot), and erased keys' bits
 // stay set until the next rebuild. At a million keys it is 1 MiB, where the index is 8 MiB: it
-// stays in the cache where the index does not.
+// stays in the cache where the index does not. On x86-64 with AVX2 (checked at run time) a
+// block is read and written as two 256-bit vectors: the same bits as the scalar code, in a third
+// of the instructions (a re-index adds every key again; at a million keys this was ~5 ns of the
+// ~13 it spends per key placing them, and as much again on each insert).
 #pragma once
 
 #include <cstddef>
@@ -15,6 +18,18 @@
 
 #if defined(__linux__)
 #include <sys/mman.h>
+#endif
+
+// DEVEXIT_KEY_FILTER_AVX2=0 builds the scalar code only (the key table's test runs both).
+#if !defined(DEVEXIT_KEY_FILTER_AVX2)
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define DEVEXIT_KEY_FILTER_AVX2 1
+#else
+#define DEVEXIT_KEY_FILTER_AVX2 0
+#endif
+#endif
+#if DEVEXIT_KEY_FILTER_AVX2
+#include <immintrin.h>
 #endif
 
 namespace devexit {
@@ -93,18 +108,66 @@ class KeyFilter {
   bool MaybeHas(uint32_t h) const {
     if (!words_) return true;
     const uint64_t *w = words_ + Block(h) * kWords;
-    const uint64_t x = Bits(h);
-    uint64_t all = 1;
-    for (uint32_t i = 0; i < kWords; i++) all &= w[i] >> (x >> (6 * i) & 63);
-    return all & 1;
+#if DEVEXIT_KEY_FILTER_AVX2
+    if (avx2_) return HasAvx2(w, Bits(h));
+#endif
+    return HasScalar(w, Bits(h));
   }
 
   void Add(uint32_t h) {
     if (!words_) return;
     uint64_t *w = words_ + Block(h) * kWords;
-    const uint64_t x = Bits(h);
+#if DEVEXIT_KEY_FILTER_AVX2
+    if (avx2_) return AddAvx2(w, Bits(h));
+#endif
+    AddScalar(w, Bits(h));
+  }
+
+  // The bit in each word: six bits each of a second mix of h.
+  static uint64_t Bits(uint32_t h) {
+    uint64_t x = (uint64_t{h} << 32 | h) * 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 31;
+    x *= 0x94D049BB133111EBull;
+    return x ^ (x >> 29);
+  }
+
+  // One block's check and insert for the bits `x` (Bits(h)), each way; public for the test that
+  // they agree. Blocks are 64-byte aligned.
+  static constexpr uint32_t kWords = 8;
+  static bool HasScalar(const uint64_t *w, uint64_t x) {
+    uint64_t all = 1;
+    for (uint32_t i = 0; i < kWords; i++) all &= w[i] >> (x >> (6 * i) & 63);
+    return all & 1;
+  }
+  static void AddScalar(uint64_t *w, uint64_t x) {
     for (uint32_t i = 0; i < kWords; i++) w[i] |= uint64_t{1} << (x >> (6 * i) & 63);
   }
+#if DEVEXIT_KEY_FILTER_AVX2
+  static bool CpuHasAvx2() {
+    static const bool yes = (__builtin_cpu_init(), __builtin_cpu_supports("avx2"));
+    return yes;
+  }
+  // Word i's bit is (x >> 6i) & 63, as above: words 0-3 in one vector, 4-7 in the other.
+  __attribute__((target("avx2"))) static void MasksAvx2(uint64_t x, __m256i *lo, __m256i *hi) {
+    const __m256i xs = _mm256_set1_epi64x(static_cast<long long>(x));
+    const __m256i low6 = _mm256_set1_epi64x(63), one = _mm256_set1_epi64x(1);
+    *lo = _mm256_sllv_epi64(one, _mm256_and_si256(_mm256_srlv_epi64(xs, _mm256_setr_epi64x(0, 6, 12, 18)), low6));
+    *hi = _mm256_sllv_epi64(one, _mm256_and_si256(_mm256_srlv_epi64(xs, _mm256_setr_epi64x(24, 30, 36, 42)), low6));
+  }
+  __attribute__((target("avx2"))) static bool HasAvx2(const uint64_t *w, uint64_t x) {
+    __m256i lo, hi;
+    MasksAvx2(x, &lo, &hi);
+    const auto *v = reinterpret_cast<const __m256i *>(w);
+    return _mm256_testc_si256(_mm256_load_si256(v), lo) & _mm256_testc_si256(_mm256_load_si256(v + 1), hi);
+  }
+  __attribute__((target("avx2"))) static void AddAvx2(uint64_t *w, uint64_t x) {
+    __m256i lo, hi;
+    MasksAvx2(x, &lo, &hi);
+    auto *v = reinterpret_cast<__m256i *>(w);
+    _mm256_store_si256(v, _mm256_or_si256(_mm256_load_si256(v), lo));
+    _mm256_store_si256(v + 1, _mm256_or_si256(_mm256_load_si256(v + 1), hi));
+  }
+#endif
 
   void Clear() {
     if (words_) std::memset(words_, 0, bytes());
@@ -121,7 +184,6 @@ class KeyFilter {
   }
 
  private:
-  static constexpr uint32_t kWords = 8;
   static constexpr size_t kBlockBytes = kWords * sizeof(uint64_t);
 
   // The block: the index region of h's home slot, when the index has kSlotsPerBlock slots per
@@ -131,18 +193,13 @@ class KeyFilter {
   }
   size_t Block(uint32_t h) const { return BlockOf(h, log2_blocks_); }
 
-  // The bit in each word: six bits each of a second mix of h.
-  static uint64_t Bits(uint32_t h) {
-    uint64_t x = (uint64_t{h} << 32 | h) * 0xBF58476D1CE4E5B9ull;
-    x ^= x >> 31;
-    x *= 0x94D049BB133111EBull;
-    return x ^ (x >> 29);
-  }
-
   size_t bytes() const { return words_ ? (size_t{1} << log2_blocks_) * kBlockBytes : 0; }
 
   uint64_t *words_ = nullptr;
   uint32_t log2_blocks_ = 0;
+#if DEVEXIT_KEY_FILTER_AVX2
+  bool avx2_ = CpuHasAvx2();
+#endif
 };
 
 }  // namespace devexit
