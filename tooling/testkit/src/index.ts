@@ -65,7 +65,10 @@ export function childEnv(extra?: Record<string, string | undefined>): NodeJS.Pro
   return env;
 }
 
-/** Runs one child node process and collects what it did. Never hangs past timeoutMs. */
+/**
+ * Runs one child node process and collects what it did. Never hangs past timeoutMs (plus up to
+ * 20 s of gdb where DEVEXIT_TEST_HANG_STACKS=1: see describeHang).
+ */
 export function runChild(options: ChildOptions): Promise<ChildResult> {
   const timeoutMs = options.timeoutMs ?? 30_000;
   const argv = [
@@ -138,7 +141,7 @@ export function runChild(options: ChildOptions): Promise<ChildResult> {
  * state and kernel wait channel (Linux's /proc; '' where there is none), and with
  * DEVEXIT_TEST_HANG_STACKS=1 every thread's backtrace from gdb (CI installs it): a hang that shows
  * once in a hundred loaded runs is then diagnosed from the run that saw it. Never throws; gdb gets
- * at most 60 s.
+ * at most 20 s.
  */
 export async function describeHang(pid: number): Promise<string> {
   const read = (path: string) => {
@@ -169,7 +172,7 @@ export async function describeHang(pid: number): Promise<string> {
     execFile(
       'gdb',
       args,
-      { timeout: 60_000, killSignal: 'SIGKILL', maxBuffer: 16 << 20 },
+      { timeout: 20_000, killSignal: 'SIGKILL', maxBuffer: 16 << 20 },
       (err, out, errOut) => {
         resolve(out ? `${out}\n` : `devexit-test: gdb gave no backtrace: ${err?.message ?? ''} ${errOut}\n`);
       },
