@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { childEnv } from '@devexit/testkit';
+import { childEnv, statState } from '@devexit/testkit';
 
 // One PM2 daemon of its own per test, driven through PM2's CLI as a user would: PM2_HOME is a
 // fresh temporary folder (socket, pid file, logs), and kill() ends the daemon and everything it
@@ -20,9 +20,7 @@ export function alive(pid: number): boolean {
     return false;
   }
   try {
-    // "pid (comm) S ...": the state after the command name, which may itself hold spaces.
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+    return statState(readFileSync(`/proc/${pid}/stat`, 'utf8')) !== 'Z';
   } catch {
     return false;
   }

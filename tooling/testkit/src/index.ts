@@ -137,6 +137,16 @@ export function runChild(options: ChildOptions): Promise<ChildResult> {
 }
 
 /**
+ * The state letter (R, S, D, Z, ...) in the text of a /proc/<pid>/stat or /proc/<pid>/task/<tid>/stat
+ * file: "pid (comm) S ...", where comm may itself hold spaces and parentheses, so the state is
+ * the field after the last ") ". '?' for text without one.
+ */
+export function statState(stat: string): string {
+  const at = stat.lastIndexOf(') ');
+  return at < 0 ? '?' : (stat[at + 2] ?? '?');
+}
+
+/**
  * What a live process is doing, for a child about to be killed for hanging: each thread's name,
  * state and kernel wait channel (Linux's /proc; '' where there is none), and with
  * DEVEXIT_TEST_HANG_STACKS=1 every thread's backtrace from gdb (CI installs it): a hang that shows
@@ -159,11 +169,7 @@ export async function describeHang(pid: number): Promise<string> {
   }
   const threads = tids.map((tid) => {
     const at = `/proc/${pid}/task/${tid}`;
-    // stat: "tid (comm) state ...": the state is the field after the name's closing parenthesis.
-    const state = read(`${at}/stat`)
-      .replace(/^.*\) /s, '')
-      .split(' ')[0];
-    return `  ${tid} ${read(`${at}/comm`)} ${state} ${read(`${at}/wchan`)}`;
+    return `  ${tid} ${read(`${at}/comm`)} ${statState(read(`${at}/stat`))} ${read(`${at}/wchan`)}`;
   });
   let text = `\ndevexit-test: the child (pid ${pid}) hung; its threads (tid, name, state, wait channel):\n${threads.join('\n')}\n`;
   if (process.env.DEVEXIT_TEST_HANG_STACKS !== '1') return text;
