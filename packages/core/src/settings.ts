@@ -49,7 +49,7 @@ const ON = new Set(['1', 'on', 'true', 'yes']);
 
 /** Up to 80 characters of a value, for a warning. */
 function shown(value: string): string {
-  return JSON.stringify(value.length > 80 ? `${value.slice(0, 79)}…` : value);
+  return JSON.stringify(value.length > 80 ? `${value.slice(0, 79)}\u2026` : value);
 }
 
 function ignored(name: string, value: string, expected: string): string {

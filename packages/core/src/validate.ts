@@ -28,7 +28,7 @@ Object.defineProperty(DevexitRangeError.prototype, 'name', { value: 'RangeError'
 export const MAX_SHOWN = 80;
 
 function clip(text: string): string {
-  return text.length <= MAX_SHOWN ? text : `${text.slice(0, MAX_SHOWN - 1)}…`;
+  return text.length <= MAX_SHOWN ? text : `${text.slice(0, MAX_SHOWN - 1)}\u2026`;
 }
 
 /**

@@ -66,7 +66,7 @@ function loadUserKernel(addon: CpuAddon, source: string | Uint8Array, entry: str
 }
 
 function describePath(path: string): string {
-  return path.length <= 80 ? path : `${path.slice(0, 79)}… (${path.length} characters)`;
+  return path.length <= 80 ? path : `${path.slice(0, 79)}\u2026 (${path.length} characters)`;
 }
 
 /** The cpu backend: CPU devices, each a native queue thread with a pool of kernel threads. */

@@ -243,7 +243,7 @@ function named(attempt: AddonAttempt): string {
 }
 
 function shown(path: string): string {
-  return path.length <= 80 ? path : `${path.slice(0, 79)}… (${path.length} characters)`;
+  return path.length <= 80 ? path : `${path.slice(0, 79)}\u2026 (${path.length} characters)`;
 }
 
 // The first bytes of the shared objects Node can dlopen: ELF, Mach-O (32/64-bit, fat, both byte

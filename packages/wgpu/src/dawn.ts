@@ -80,7 +80,7 @@ const DAWN_BACKENDS = ['vulkan', 'opengles', 'opengl', 'metal', 'd3d12', 'd3d11'
 
 /** A user's value in a message: cut to about 80 characters. */
 function shown(value: string): string {
-  return JSON.stringify(value.length > 80 ? `${value.slice(0, 79)}…` : value);
+  return JSON.stringify(value.length > 80 ? `${value.slice(0, 79)}\u2026` : value);
 }
 
 /**
