@@ -62,8 +62,8 @@ describe(`a program that launches kernels and then frees its buffers (stand-in l
   for (const p of PATHS.filter((x) => x.path !== 'closeServices')) {
     it(`control: ${p.path} with DEVEXIT_GUARD=0 crashes in the stand-in's teardown (the assertion above can fail)`, async () => {
       // The crash is a race with the stand-in's teardown (the fixture keeps 80 ms of kernels
-      // queued so that it is there to lose: 20 of 20 runs crashed on 2 idle cores and with both
-      // busy): runs until one crashes, at most 20.
+      // queued so that it is there to lose: every run crashed, 10 of 10 on 2 idle cores and 20 of
+      // 20 with both busy): runs until one crashes, at most 20.
       const results = await runUntilHit(20, child(p.path, { DEVEXIT_GUARD: '0' }));
       console.log(`frees ${p.path} DEVEXIT_GUARD=0: ${JSON.stringify(outcomes(results))}`);
       for (const r of results) expect(r.timedOut, tell(r)).toBe(false);
