@@ -1,6 +1,7 @@
 import { devexitWarning, warn } from './diagnostics.js';
 import { coreState } from './state.js';
 import type { Layers, OnTimeout, ReportMode, Settings, ShutdownSignal, WorkersMode } from './types.js';
+import { clip } from './validate.js';
 
 /**
  * Every DEVEXIT_* setting of @devexit/core and @devexit/native is read and parsed here, and only
@@ -49,7 +50,7 @@ const ON = new Set(['1', 'on', 'true', 'yes']);
 
 /** Up to 80 characters of a value, for a warning. */
 function shown(value: string): string {
-  return JSON.stringify(value.length > 80 ? `${value.slice(0, 79)}\u2026` : value);
+  return JSON.stringify(clip(value));
 }
 
 function ignored(name: string, value: string, expected: string): string {

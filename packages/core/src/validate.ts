@@ -27,7 +27,8 @@ Object.defineProperty(DevexitRangeError.prototype, 'name', { value: 'RangeError'
 /** How much of a value a message shows. */
 export const MAX_SHOWN = 80;
 
-function clip(text: string): string {
+/** Up to MAX_SHOWN characters of a text, the last an ellipsis where it was cut. */
+export function clip(text: string): string {
   return text.length <= MAX_SHOWN ? text : `${text.slice(0, MAX_SHOWN - 1)}\u2026`;
 }
 
