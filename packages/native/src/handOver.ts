@@ -1,3 +1,4 @@
+import { writeSync } from 'node:fs';
 import type { NativeBridge } from '@devexit/core';
 import type { BindingModule } from './binding.js';
 
@@ -63,6 +64,25 @@ function loadCore(bridge: NativeBridge): void {
   (require('@devexit/core') as Core).installNativeBridge(bridge);
 }
 
+/** loadCore at exit: false, with one line on stderr, where core fails to load. */
+function loadCoreAtExit(bridge: NativeBridge): boolean {
+  try {
+    loadCore(bridge);
+    return true;
+  } catch (err) {
+    const why = err instanceof Error ? err.message.split('\n')[0] : String(err);
+    try {
+      writeSync(
+        2,
+        `devexit: @devexit/core could not load at exit (${why}); the native closes run without it, unobserved\n`,
+      );
+    } catch {
+      // stderr closed: the closes still run.
+    }
+    return false;
+  }
+}
+
 function coreNeededNow(binding: BindingModule): boolean {
   if (coreState()) return true;
   const env = process.env;
@@ -98,8 +118,9 @@ function installExitLayer(binding: BindingModule, bridge: NativeBridge): void {
     ran = true;
     // Core took the bridge: its layer, outside this one, ran or runs the closes.
     if (coreState()?.native) return;
-    if (exitObserved()) {
-      loadCore(bridge);
+    // An observer gets core's layer, loaded now; if core cannot load now (its files replaced or
+    // removed while the process ran), the native closes still run here, and stderr says why.
+    if (exitObserved() && loadCoreAtExit(bridge)) {
       coreState()?.exitLayer?.(code, how);
       return;
     }

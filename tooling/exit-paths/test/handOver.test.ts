@@ -83,6 +83,18 @@ describe(`@devexit/native loaded without @devexit/core (stand-in runtime; child 
     });
   });
 
+  it('an observer, and @devexit/core cannot load at exit (its files removed): the native closes still run, stderr says why', async () => {
+    await each('observer-core-gone', (r) => {
+      expect({ code: r.code, signal: r.signal }, r.stderr).toEqual({ code: 3, signal: null });
+      expect(r.lines).toEqual([
+        { core: false, bridge: false, closes: closedBy('js-exit'), code: 3, loadedAtStart: false },
+      ]);
+      expect(r.stderr).toMatch(
+        /devexit: @devexit\/core could not load at exit \(Cannot find module '@devexit\/core' \(removed by the test\)\); the native closes run without it, unobserved\n/,
+      );
+    });
+  });
+
   it('the settings in force before core loads are the ones core applies when it loads (no DEVEXIT_* set)', async () => {
     await each('defaults', (r) => {
       expect({ code: r.code, signal: r.signal }, r.stderr).toEqual({ code: 0, signal: null });
