@@ -58,7 +58,7 @@ export class BackendBase<D extends Device> implements Backend {
    */
   async open(index: number, options?: AbortOptions): Promise<Device> {
     checkInteger(index, 'index', 0, 0xffffffff);
-    const signal = checkSignal(checkOptions<AbortOptions>(options).signal);
+    const signal = checkSignal(checkOptions<AbortOptions>(options, ['signal'], 'open() options').signal);
     if (isExiting()) throw exitingError(`open ${this.name}:${index}`);
     const what = `open ${this.name}:${index}`;
     if (signal?.aborted) throw abortError(signal, what);

@@ -5,6 +5,7 @@ import {
   checkInteger,
   DevexitError,
   DevexitTypeError,
+  describeValue,
   invalidType,
   invalidValue,
   type KernelArg,
@@ -378,11 +379,25 @@ export function checkEntry(entry: unknown): string {
   return entry;
 }
 
-/** An options object, or undefined (then {}). */
-export function checkOptions<T extends object>(options: unknown, argument = 'options'): Partial<T> {
+/**
+ * An options object taking `keys`, or undefined (then {}). A key it does not take is refused, as
+ * core's functions refuse one (a misspelt `signal` would otherwise be ignored without a word).
+ */
+export function checkOptions<T extends object>(
+  options: unknown,
+  keys: readonly (keyof T & string)[],
+  argument = 'options',
+): Partial<T> {
   if (options === undefined) return {};
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    throw argError(argument, 'an object', options, true);
+    throw argError(argument, `an object { ${keys.join(', ')} }`, options, true);
+  }
+  for (const key of Object.keys(options)) {
+    if (keys.includes(key as keyof T & string)) continue;
+    throw new DevexitTypeError(
+      'ERR_INVALID_ARG_VALUE',
+      `devexit: ${argument} has an unknown option ${describeValue(key)}; it takes ${keys.join(', ')}`,
+    );
   }
   return options as Partial<T>;
 }

@@ -196,7 +196,7 @@ export class NativeQueue<H> implements Queue {
     try {
       const b = this.#buffer(buffer, 'buffer', 'read');
       const { bytes: n } = checkRead(b.size, offset, bytes);
-      const signal = checkSignal(checkOptions<AbortOptions>(options).signal);
+      const signal = checkSignal(checkOptions<AbortOptions>(options, ['signal'], 'read() options').signal);
       this.#d.check('read');
       this.submit();
       const deferred = this.#takeDeferred();
@@ -295,7 +295,7 @@ export class NativeQueue<H> implements Queue {
 
   flush(options?: AbortOptions): Promise<void> {
     try {
-      const signal = checkSignal(checkOptions<AbortOptions>(options).signal);
+      const signal = checkSignal(checkOptions<AbortOptions>(options, ['signal'], 'flush() options').signal);
       this.#d.check('flush');
       this.submit();
       const deferred = this.#takeDeferred();

@@ -1,6 +1,6 @@
 import { BUILTIN_KERNEL_SIGNATURES } from '@devexit/core';
 import { describe, expect, it } from 'vitest';
-import { checkGrid, checkLaunchArgs, checkScalar, checkSize, checkU32 } from '../src/checks.js';
+import { checkGrid, checkLaunchArgs, checkOptions, checkScalar, checkSize, checkU32 } from '../src/checks.js';
 
 const code = (fn: () => unknown) => {
   try {
@@ -16,6 +16,25 @@ const code = (fn: () => unknown) => {
 };
 
 describe('the one validator', () => {
+  it('options: undefined or an object of the keys the call takes; another key is refused by name', () => {
+    type O = { signal?: AbortSignal; name?: string };
+    expect(checkOptions<O>(undefined, ['signal', 'name'])).toEqual({});
+    const o = { name: 'x' };
+    expect(checkOptions<O>(o, ['signal', 'name'])).toBe(o);
+    expect(code(() => checkOptions<O>({ sigal: 1 }, ['signal', 'name'], 'read() options'))).toEqual({
+      name: 'TypeError',
+      code: 'ERR_INVALID_ARG_VALUE',
+      message: 'devexit: read() options has an unknown option "sigal"; it takes signal, name',
+    });
+    for (const bad of [null, 'signal', 7, [], () => {}]) {
+      expect(code(() => checkOptions<O>(bad, ['signal'], 'flush() options'))).toMatchObject({
+        name: 'TypeError',
+        code: 'ERR_INVALID_ARG_TYPE',
+        message: expect.stringContaining('flush() options'),
+      });
+    }
+  });
+
   it('grids: a count or [x, y?, z?], integers in 0..2^32-1', () => {
     expect(checkGrid(0)).toEqual([0, 1, 1]);
     expect(checkGrid(7)).toEqual([7, 1, 1]);

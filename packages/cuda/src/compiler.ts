@@ -42,7 +42,7 @@ export function compileArgs(
 ): { name: string; options: string[]; signal: AbortSignal | undefined } {
   if (typeof source !== 'string' || source.length === 0)
     throw argError('source', 'CUDA C++ source (a non-empty string)', source, typeof source !== 'string');
-  const o = checkOptions<CompileOptions>(options);
+  const o = checkOptions<CompileOptions>(options, ['arch', 'options', 'name', 'signal'], 'compile() options');
   if (o.arch !== undefined && (typeof o.arch !== 'string' || !ARCH.test(o.arch)))
     throw argError(
       'options.arch',
@@ -80,7 +80,7 @@ export async function compile(source: string, options: CompileOptions = {}): Pro
  * diagnostic keepalive; returns its state.
  */
 export function startCompiler(options: CompilerOptions = {}): NativeCompilerState {
-  const o = checkOptions<CompilerOptions>(options);
+  const o = checkOptions<CompilerOptions>(options, ['keepalive', 'intervalUs'], 'startCompiler() options');
   if (o.keepalive !== undefined && o.keepalive !== 'nvrtc' && o.keepalive !== 'cuda')
     throw argError('options.keepalive', "'nvrtc' or 'cuda'", o.keepalive, typeof o.keepalive !== 'string');
   const interval: unknown = o.intervalUs ?? 0;

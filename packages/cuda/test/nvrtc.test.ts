@@ -122,6 +122,7 @@ describe('cuda: NVRTC (real libnvrtc)', () => {
       [() => compile(ADD, { options: bad('-O3') }), 'options.options'],
       [() => compile(ADD, { options: bad([3]) }), 'options.options'],
       [() => compile(ADD, { name: bad(7) }), 'options.name'],
+      [() => compile(ADD, bad({ arhc: 'sm_90' })), 'compile() options has an unknown option "arhc"'],
     ] as const) {
       const err = await failure(call);
       expect(err, argument).toBeInstanceOf(TypeError);

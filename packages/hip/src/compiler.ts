@@ -32,7 +32,7 @@ const ARCH = /^gfx[0-9a-f]+(:[a-z-]+[+-])*$/;
  * letting it abort the process.
  */
 export async function compile(source: string, options?: CompileOptions): Promise<Uint8Array> {
-  const o = checkOptions<CompileOptions>(options);
+  const o = checkOptions<CompileOptions>(options, ['arch', 'options', 'name', 'signal'], 'compile() options');
   if (typeof source !== 'string') throw argError('source', 'HIP C++ (a string)', source, true);
   const extra: unknown = o.options ?? [];
   if (!Array.isArray(extra) || !extra.every((x) => typeof x === 'string')) {
@@ -67,7 +67,7 @@ export function builtinKernelSource(): string {
  * its thread's HIP initialisation returned. The service is registered as `hip-host:0/compiler`.
  */
 export function startCompiler(options?: CompilerOptions): NativeCompilerState {
-  const { idlePollUs } = checkOptions<CompilerOptions>(options);
+  const { idlePollUs } = checkOptions<CompilerOptions>(options, ['idlePollUs'], 'startCompiler() options');
   if (idlePollUs !== undefined) checkInteger(idlePollUs, 'options.idlePollUs', 0, 10_000_000);
   // No probe first: the compiler thread may be the process's first HIP user.
   if (isExiting()) throw exitingError('start the hiprtc compiler');

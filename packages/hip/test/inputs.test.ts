@@ -1,4 +1,4 @@
-import { backend, compile } from '@devexit/hip';
+import { backend, compile, startCompiler } from '@devexit/hip';
 import { describe, expect, it } from 'vitest';
 
 // Issue 18: one code per mistake, NUL refused in what C reads as a string. Both failed before:
@@ -14,5 +14,17 @@ describe('hip: arguments checked as everywhere', () => {
       code: 'ERR_INVALID_ARG_VALUE',
       message: expect.stringContaining('options.name'),
     });
+  });
+
+  it('compile() and startCompiler() refuse an option they do not take (a misspelt one is not ignored)', async () => {
+    await expect(compile('__global__ void k() {}', { arhc: 'gfx90a' } as never)).rejects.toMatchObject({
+      name: 'TypeError',
+      code: 'ERR_INVALID_ARG_VALUE',
+      message:
+        'devexit: compile() options has an unknown option "arhc"; it takes arch, options, name, signal',
+    });
+    expect(() => startCompiler({ idlePollMs: 5 } as never)).toThrow(
+      'devexit: startCompiler() options has an unknown option "idlePollMs"; it takes idlePollUs',
+    );
   });
 });

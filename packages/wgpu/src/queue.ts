@@ -197,7 +197,7 @@ export class WgpuQueue implements Queue {
     try {
       const b = this.#buffer(buffer, 'buffer', 'read');
       const { bytes: n } = checkRead(b.size, offset, bytes);
-      const signal = checkSignal(checkOptions<AbortOptions>(options).signal);
+      const signal = checkSignal(checkOptions<AbortOptions>(options, ['signal'], 'read() options').signal);
       this.#d.check('read');
       if (signal?.aborted) return Promise.reject(abortError(signal, 'read'));
       if (n === 0) return this.flush(options).then(() => new Uint8Array(0));
@@ -359,7 +359,7 @@ export class WgpuQueue implements Queue {
 
   flush(options?: AbortOptions): Promise<void> {
     try {
-      const signal = checkSignal(checkOptions<AbortOptions>(options).signal);
+      const signal = checkSignal(checkOptions<AbortOptions>(options, ['signal'], 'flush() options').signal);
       this.#d.check('flush');
       if (signal?.aborted) return Promise.reject(abortError(signal, 'flush'));
       this.submit();

@@ -274,6 +274,28 @@ export function defineConformance(options: ConformanceOptions): void {
       await q.flush();
     });
 
+    it("options objects refuse a key they do not take (a misspelt 'signal' is not ignored)", async () => {
+      const b = await getBackend();
+      const [, q] = await withQueue();
+      const buf = q.alloc(16);
+      const calls: [string, () => unknown][] = [
+        ['read() options', () => q.read(buf, 0, 4, { sigal: AbortSignal.abort() } as never)],
+        ['flush() options', () => q.flush({ bogus: 1 } as never)],
+        ['open() options', () => b.open(0, { signal: undefined, bogus: 1 } as never)],
+      ];
+      for (const [what, call] of calls) {
+        expect(await failure(call), what).toMatchObject({
+          name: 'TypeError',
+          code: 'ERR_INVALID_ARG_VALUE',
+          message: expect.stringContaining(`${what} has an unknown option`),
+        });
+      }
+      // Refused before anything was queued: the queue goes on.
+      expect(await q.read(buf, 0, 4, { signal: undefined })).toHaveLength(4);
+      q.free(buf);
+      await q.flush({});
+    });
+
     it('commands run in enqueue order across kinds', async () => {
       const [d, q] = await withQueue();
       const n = 4096;
