@@ -8,7 +8,18 @@ import { join, resolve } from 'node:path';
 import { benchDir, fmt } from './lib/common.mjs';
 
 const source = resolve(process.argv[2] ?? join(benchDir, 'bench-results', 'latest.json'));
-const results = JSON.parse(readFileSync(source, 'utf8'));
+let results;
+try {
+  results = JSON.parse(readFileSync(source, 'utf8'));
+} catch (err) {
+  // A fresh clone has no bench-results/ yet: say what to run instead of a stack trace.
+  const why = err.code === 'ENOENT' ? 'no such file' : err.message;
+  console.error(
+    `readme: cannot read ${source}: ${why}. Run \`pnpm bench\` first, or name a results file: ` +
+      '`node readme.mjs readme-results.json` regenerates the table from the results it was made from.',
+  );
+  process.exit(1);
+}
 const readmePath = join(benchDir, '..', '..', 'README.md');
 const START = '<!-- bench:start -->';
 const END = '<!-- bench:end -->';

@@ -133,7 +133,15 @@ if (isMainThread) {
     });
     dc.subscribe('devexit:service:close', (message) => {
       const m = message as Record<string, unknown>;
-      tell({ event: 'close', device: m.device, service: m.service, layer: m.layer, ms: m.ms });
+      tell({
+        event: 'close',
+        device: m.device,
+        service: m.service,
+        layer: m.layer,
+        ms: m.ms,
+        outcome: m.outcome,
+        error: typeof m.error === 'string' ? m.error.slice(0, 200) : undefined,
+      });
     });
     dc.subscribe('devexit:exit:end', (message) => {
       const m = message as { layer?: string; ms?: number };

@@ -80,6 +80,12 @@ export interface RunReport {
   malformedCount: number;
   /** Report lines past the 10,000 kept. */
   reportsDropped?: number;
+  /**
+   * Where no close was reported (DEVEXIT_REPORT=json, which the doctor sets, overridden by the
+   * program itself?) but devexit's diagnostics channel published some: those (it sees only the
+   * closes run while JavaScript ran, not the native layers').
+   */
+  unreportedCloses?: ProbeClose[];
   /** Its stdout or stderr was still held open by a process it started when it exited. */
   outputHeld?: boolean;
   /** The last 64 KiB of its stderr (without the doctor's lines). */
@@ -262,6 +268,7 @@ export function runProgram(options: RunOptions): Promise<RunReport> {
         report.summary += `; ${splitter.malformedCount} malformed devexit:report line(s) ignored (${first?.why}: ${JSON.stringify(first?.line)})`;
       }
       if (splitter.reportsDropped) report.reportsDropped = splitter.reportsDropped;
+      if (closes.length === 0 && probeCloses.length > 0) report.unreportedCloses = probeCloses;
       if (outputHeld) report.outputHeld = true;
       report.stderrTail = splitter.tail;
       if (child.pid !== undefined) report.pid = child.pid;

@@ -39,7 +39,18 @@ export function formatRun(r: RunReport): string {
   } else {
     lines.push('  exit         no exit began in any Node process it started (or none was a Node process)');
   }
-  if (r.closes.length === 0) {
+  if (r.closes.length === 0 && r.unreportedCloses?.length) {
+    // The program set DEVEXIT_REPORT itself (text, or off): its report lines are not the doctor's.
+    lines.push(
+      `  closes       none reported as DEVEXIT_REPORT=json lines (the doctor sets it; did the program set DEVEXIT_REPORT itself?); devexit's diagnostics channel saw ${r.unreportedCloses.length} (only closes run while JavaScript ran):`,
+    );
+    for (const c of r.unreportedCloses.slice(0, 50)) {
+      lines.push(
+        `    ${`${c.device.type}:${c.device.index}/${c.service}`.padEnd(24)} ${c.outcome ?? 'closed'} in ${Number(c.ms).toFixed(2)} ms (${c.layer})${c.error ? `: ${c.error}` : ''}`,
+      );
+    }
+    if (r.unreportedCloses.length > 50) lines.push(`    ... ${r.unreportedCloses.length - 50} more`);
+  } else if (r.closes.length === 0) {
     lines.push(
       '  closes       none reported (devexit not loaded, nothing registered, or the layers are off)',
     );

@@ -9,6 +9,9 @@ export interface ProbeClose {
   service: string;
   layer: string;
   ms: number;
+  /** The close's outcome and error, as devexit published it (not sent by older probes). */
+  outcome?: string;
+  error?: string;
 }
 
 /** A registration as the probe saw it: which registry holds the service's close. */

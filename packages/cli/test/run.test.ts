@@ -54,6 +54,23 @@ describe('devexit doctor run', () => {
     expect(r.stdout).not.toContain('devexit:report');
   });
 
+  it("a program that sets DEVEXIT_REPORT itself: no report lines, so the closes devexit's channel saw are shown, said as such", () => {
+    const r = doctorRun(['--', process.execPath, fixture('cpuExit.cjs'), '0', 'own-report']);
+    expect(r.status, show(r)).toBe(0);
+    // The program's own text report went to its stderr, as it asked.
+    expect(r.stderr).toMatch(/devexit: ok cpu:0\/queue in [\d.]+ ms \(js-exit\)/);
+    expect(r.stdout).toContain(
+      "closes       none reported as DEVEXIT_REPORT=json lines (the doctor sets it; did the program set DEVEXIT_REPORT itself?); devexit's diagnostics channel saw 1 (only closes run while JavaScript ran):",
+    );
+    expect(r.stdout).toMatch(/^ {4}cpu:0\/queue +ok in \d+\.\d\d ms \(js-exit\)$/m);
+    expect(r.stdout).not.toContain('none reported (devexit not loaded');
+    const json = doctorRun(['--json', '--', fixture('cpuExit.cjs'), '0', 'own-report']);
+    expect(json.report?.closes, show(json)).toEqual([]);
+    expect(json.report?.unreportedCloses?.map((c) => [c.service, c.layer, c.outcome])).toEqual([
+      ['queue', 'js-exit', 'ok'],
+    ]);
+  });
+
   it('tells a crash at exit (the crash-reproducing stand-in runtime, guard off) from a clean exit (guard on); 5 runs each', () => {
     const env = { DEVEXIT_STANDIN_TEARDOWN_MS: '200' };
     for (let i = 0; i < 5; i++) {
