@@ -221,11 +221,14 @@ function rank(dir) {
   return readManifest(dir).name === '@devexit/native' ? 0 : 1;
 }
 
+/** What a build leaves: an addon, or a shared library (the repository's stand-in runtimes). */
+const BUILT = /\.node$|\.so(\.\d+)*$/;
+
 /** Whether a package's addon is there without building: a local build or the installed prebuild. */
 function hasAddon(dir) {
   for (const kind of ['Release', 'Debug']) {
     try {
-      if (readdirSync(join(dir, 'build', kind)).some((f) => f.endsWith('.node'))) return true;
+      if (readdirSync(join(dir, 'build', kind)).some((f) => BUILT.test(f))) return true;
     } catch {}
   }
   try {
