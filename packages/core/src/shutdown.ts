@@ -47,9 +47,10 @@ export interface RealmShutdown {
 
 /**
  * The graceful path: refuses new work (isExiting() turns true, process-wide with
- * @devexit/native), lets every service finish what is queued (their promises settle with real
- * results) and every critical section end, in this realm and in every Worker (each on its own
- * thread), then closes them all: the JS closes first, then the native ones. Each phase is bounded
+ * @devexit/native), awaits the JS closes' drains and every critical section, in this realm and in
+ * every Worker (each on its own thread), then closes: the JS closes first, then each native
+ * service finishes its queue (their promises settle with real results) and closes. A JS close
+ * that must follow some native work awaits it in its drain. Each phase is bounded
  * by the deadline (timeoutMs): what is left of the drain is dropped and closed as at exit, and the
  * report says so (drained: false, dropped: n); a close stuck past it ends the process.
  * Resolves with the closes it ran: this realm's JS closes, the Workers', and every native close.

@@ -10,8 +10,9 @@ import type { ShutdownSignal } from './types.js';
  *   included), then the process ends by that signal: the listener is removed and the signal
  *   raised again, so a shell sees 128 + its number (130, 143).
  * - Whether the application handles the signal itself is decided when it arrives (its listeners
- *   then, `once` ones included, counted before any of them runs): if it does, devexit drains and
- *   closes and the application's handler decides how the process ends (it can `await shutdown()`).
+ *   then, `once` ones included, counted before any of them runs: by the exit layer's process.emit
+ *   hook, else by devexit's listener, which is the first): if it does, devexit drains and closes
+ *   and the application's handler decides how the process ends (it can `await shutdown()`).
  * - A second signal during the drain ends the process at once, by that signal (the application's
  *   own listeners, if any, decide instead).
  * - A close stuck past the deadline ends the process by the first signal (the native watchdog,
@@ -43,7 +44,11 @@ export function installSignals(signals: readonly ShutdownSignal[]): void {
   }
   for (const signal of signals) {
     if (listeners.has(signal)) continue;
-    process.on(signal, onSignal);
+    // First among the listeners: Node delivers a signal through the process.emit in place when
+    // the signal's first listener was added, so an application that listened before devexit's
+    // hook was installed bypasses the hook's count; a `once` listener of its own, run before this
+    // one, would then be gone from the count and its handler cut short by the raised signal.
+    process.prependListener(signal, onSignal);
     listeners.set(signal, onSignal);
   }
 }

@@ -17,6 +17,30 @@ const queueCloses = (r: ChildResult) =>
 // A generous deadline: a loaded machine must not turn a drain into a drop.
 const SIGNALS = { DEVEXIT_SIGNALS: 'SIGINT,SIGTERM', DEVEXIT_TIMEOUT_MS: '20000' };
 
+describe('shutdown(): a JS close and the native queues (child processes)', () => {
+  it.each([
+    ['without a drain, runs before the native queue finished (the read settles after it)', 'plain', false],
+    ['with a drain awaiting the pending read, runs after that read settled', 'drain', true],
+  ])(
+    `a JS close %s; the queue drains either way (${testRuns(5)} runs each)`,
+    async (_, which, settledFirst) => {
+      for (const r of await runMany(testRuns(5), {
+        script: fixture('shutdownOrder.cjs'),
+        args: [which],
+        env: { DEVEXIT_TIMEOUT_MS: '20000' },
+        timeoutMs: 60_000,
+      })) {
+        expect({ code: r.code, signal: r.signal }, show(r)).toEqual({ code: 0, signal: null });
+        const out = r.stdout.split('\n').filter(Boolean);
+        const order = settledFirst ? ['read 100', 'close settled=true'] : ['close settled=false', 'read 100'];
+        expect(out.slice(0, 2), show(r)).toEqual(order);
+        // A JS close without a drain does not say whether it drained.
+        expect(out[2], show(r)).toBe(`report app/svc:${settledFirst ? 'true' : 'undefined'},cpu/queue:true`);
+      }
+    },
+  );
+});
+
 describe('signals reach a device opened in a Worker, with only @devexit/core in main (child processes)', () => {
   const run = (env: Record<string, string>) =>
     runMany(testRuns(10), {

@@ -74,6 +74,20 @@ describe("the application's own once-listener decides how the process ends", () 
     }
   });
 
+  it('the app listened first (its once(SIGTERM) added before devexit loaded, then configure({ signals })): exit 7 after its cleanup, the close once (10 runs)', async () => {
+    const results = await runMany(testRuns(10), {
+      script,
+      args: ['app-once-first'],
+      signalOnReady: 'SIGTERM',
+      timeoutMs: 20_000,
+    });
+    for (const r of results) {
+      expect({ code: r.code, signal: r.signal }, show(r)).toEqual({ code: 7, signal: null });
+      expect(marks(r), show(r)).toEqual(['close a', 'cleanup done']);
+      expect(closeCounts(r.report), show(r)).toEqual({ 'wgpu:0/a': 1 });
+    }
+  });
+
   it('control: the same app without DEVEXIT_SIGNALS exits 7 the same way (5 runs)', async () => {
     const results = await runMany(testRuns(5), {
       script,
