@@ -42,6 +42,8 @@ function seen(r: ChildResult, ending: Ending) {
     code: r.code,
     signal: r.signal,
     abortText: ABORT_TEXT.test(r.stderr),
+    // A close that returned a promise (ort's release() is async) is reported as failed.
+    failedCloses: r.stderr.split('\n').filter((l) => /devexit: close of .* failed/.test(l)),
     closes: closesRan(r),
     // terminate() resolved with each Worker's exit code (its 'exit' event's).
     terminated: ending === 'terminate' ? terminated(r) : undefined,
@@ -60,6 +62,7 @@ function expected(r: ChildResult, ending: Ending) {
     code: CODE[ending],
     signal: null,
     abortText: false,
+    failedCloses: [],
     closes: Object.fromEntries(ids.map((id) => [id, 1])),
     terminated: ending === 'terminate' ? ids.map((id) => exits[id]) : undefined,
     exitCodes: ending === 'terminate' ? ids.map(() => expect.any(Number) as number) : undefined,
