@@ -248,13 +248,41 @@ export function armThreads(armExit: () => void): void {
       // A process.env that refuses writes: its Workers go on without waiting (see waitKnown).
     }
   }
-  if (workerThreadsLoaded()) listen();
+  if (workerThreadsLoaded()) {
+    listen();
+    // Node tells a realm of the Worker it created on the next tick ('worker'): a main thread
+    // that loaded worker_threads before devexit may create Workers and keep its event loop busy
+    // until it exits, without that tick. Its exit layer, armed now, still stops them (their
+    // hellos wait on the directory, read at exit).
+    if (!isWorkerCheap()) armExit();
+  }
 }
 
 // ---- stopping threads ------------------------------------------------------------------------
 
+/**
+ * The directory's messages that this thread's event loop has not delivered yet (it was busy: a
+ * Worker's hello sent then, its 250 ms wait over, left it unknown), read now, in order: a thread
+ * about to stop its Workers knows every one that announced itself.
+ */
+function readPending(): void {
+  const ch = threadsState().directory;
+  if (!ch) return;
+  try {
+    const receive = workerThreads().receiveMessageOnPort as (port: unknown) => { message: unknown } | undefined;
+    for (let i = 0; i < 100_000; i++) {
+      const m = receive(ch);
+      if (!m) return;
+      onDirectory({ data: m.message });
+    }
+  } catch {
+    // A runtime that cannot read a BroadcastChannel synchronously: its event loop delivers them.
+  }
+}
+
 /** The threads `stopper` stops: every known one from the main thread, else its descendants. */
 export function targets(all: boolean): Array<[number, Int32Array]> {
+  readPending();
   const known = knownMap();
   const out: Array<[number, Int32Array]> = [];
   if (all) {
