@@ -6,10 +6,12 @@ import {
   knownWords,
   listen,
   reportStuck,
+  STOP_EXIT,
   STOP_TERMINATE,
   stopAsync,
   targets,
   threadsState,
+  W_STOP,
 } from './threads.js';
 import { checkOptions, invalidType } from './validate.js';
 import { originalTerminate, setGuardTerminate } from './workersGuard.js';
@@ -74,6 +76,20 @@ async function stopAndTerminate(worker: Worker): Promise<number> {
     reportStuck(stuck, 'terminate', nowMs() - start);
     const c = process.exitCode;
     endStuck(stuck, typeof c === 'number' ? c : 1);
+  }
+  // The Worker was ending by itself (its own process.exit() came first, and the first stop asked
+  // stays): its closes ran and it exits now, with the code it asked: wait for that (bounded)
+  // instead of terminating it (which would make its code 1).
+  if (Atomics.load(words, W_STOP) === STOP_EXIT) {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      exited,
+      new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, Math.max(0, deadline - Date.now()));
+      }),
+    ]);
+    clearTimeout(timer);
+    if (exitCode !== undefined) return exitCode;
   }
   return plain();
 }

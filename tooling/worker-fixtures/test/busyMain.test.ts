@@ -47,3 +47,25 @@ describe('a main thread busy from creating its Workers until it exits (stand-in 
     expect(results.some(aborted), results.map(show).join('\n---\n')).toBe(true);
   });
 });
+
+describe("a Worker's own process.exit(7) with a section open, then terminate() from main (stand-in binding)", () => {
+  it(`the Worker ends with 7 after its close, and terminate() resolves with 7 (${RUNS} runs)`, async () => {
+    const results = await runMany(RUNS, {
+      script: join(__dirname, '..', 'fixtures', 'exitThenTerminate.cjs'),
+      timeoutMs: 60_000,
+    });
+    for (const r of results) {
+      expect({ code: r.code, signal: r.signal, aborted: aborted(r) }, show(r)).toEqual({
+        code: 0,
+        signal: null,
+        aborted: false,
+      });
+      const out = r.stdout.split('\n').filter(Boolean);
+      expect(out.filter((l) => l !== 'close ran').sort(), show(r)).toEqual(['exit event 7', 'terminate 7']);
+      expect(
+        out.filter((l) => l === 'close ran'),
+        show(r),
+      ).toHaveLength(1);
+    }
+  });
+});
