@@ -269,7 +269,9 @@ function readPending(): void {
   const ch = threadsState().directory;
   if (!ch) return;
   try {
-    const receive = workerThreads().receiveMessageOnPort as (port: unknown) => { message: unknown } | undefined;
+    const receive = workerThreads().receiveMessageOnPort as (
+      port: unknown,
+    ) => { message: unknown } | undefined;
     for (let i = 0; i < 100_000; i++) {
       const m = receive(ch);
       if (!m) return;
