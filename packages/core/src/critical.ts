@@ -39,7 +39,15 @@ function leave(): void {
   // stopper on another thread waits for this thread's answer, not for the count.
   const n = (w[W_COUNT] as number) - 1;
   w[W_COUNT] = n;
-  if (n === 0 && w[W_STOP] !== 0) Atomics.notify(w, W_COUNT);
+  if (n === 0 && w[W_STOP] !== 0) {
+    Atomics.notify(w, W_COUNT);
+    // A stop waits for this: its wait ends on a later turn of the event loop, and its wake-up
+    // message may still be queued, but the code after the section may never give the loop back
+    // (an idle pool worker blocks in Atomics.wait until its next task). The stop moves on before
+    // that code's next step (workerSide.ts: the closes run, the stopper is told).
+    const kick = threads?.kick;
+    if (kick) queueMicrotask(kick);
+  }
 }
 
 function leaveWith<T>(value: T): T {

@@ -10,10 +10,12 @@ import {
   ownThreadId,
   type Report,
   reportStuck,
+  reportUnanswered,
   STOP_EXIT,
   sayBye,
   stopSync,
   targets,
+  unanswered,
   W_STATE,
   W_STOP,
 } from './threads.js';
@@ -53,6 +55,7 @@ function stopWorkers(run: CloseRun, code: number): void {
   const start = nowMs();
   const deadline = Date.now() + Math.max(0, run.deadline - nowMs());
   const stuck = stopSync(list, STOP_EXIT, code, deadline);
+  run.entries.push(...reportUnanswered(unanswered(list, STOP_EXIT), run.layer, nowMs() - start));
   if (stuck.length === 0) return;
   run.entries.push(...reportStuck(stuck, run.layer, nowMs() - start));
   endStuck(stuck, code);

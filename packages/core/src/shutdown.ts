@@ -13,10 +13,12 @@ import {
   GONE,
   onReport,
   reportStuck,
+  reportUnanswered,
   STOP_SHUTDOWN,
   type Stuck,
   stopAsync,
   targets,
+  unanswered,
   W_COUNT,
   W_STATE,
   W_STOP,
@@ -135,7 +137,14 @@ function shutdownWorkers(
   state: CoreState,
   nativeHere: boolean,
   deadline: number,
-): { stuck: Promise<Stuck[]>; entries: CloseReportEntry[]; stop(): void } | undefined {
+):
+  | {
+      list: Array<[number, Int32Array]>;
+      stuck: Promise<Stuck[]>;
+      entries: CloseReportEntry[];
+      stop(): void;
+    }
+  | undefined {
   if (!state.threads) return undefined;
   const list = targets(mainThread());
   if (list.length === 0) return undefined;
@@ -171,7 +180,7 @@ function shutdownWorkers(
     await wait(gone, Math.min(deadline, Date.now() + 100));
     return result;
   })();
-  return { stuck, entries, stop };
+  return { list, stuck, entries, stop };
 }
 
 async function runShutdown(
@@ -233,6 +242,10 @@ async function runShutdown(
     const device = { type: e.device.typeId, index: e.device.index };
     warn(new ServiceCloseError(device, e.service, new Error(e.error ?? e.outcome)));
   }
+  if (workers)
+    entries.push(
+      ...reportUnanswered(unanswered(workers.list, STOP_SHUTDOWN), SHUTDOWN_LAYER, nowMs() - start),
+    );
   const stuck = [...workersStuck];
   const t = state.threads;
   if (!sectionsDone && t) {

@@ -73,7 +73,10 @@ export interface ThreadsState {
   directory: import('node:worker_threads').BroadcastChannel | undefined;
   /** In a Worker: this thread announced itself (workerSide.ts). */
   announced: boolean;
-  /** In a Worker: starts the stop asked in `own` at once (a refused section saw it first). */
+  /**
+   * In a Worker: starts the stop asked in `own` at once (a refused section saw it first), or
+   * moves the one in progress on (the last open section ended).
+   */
   kick: (() => void) | undefined;
   /** In a Worker: the stop in progress (once). */
   stopping: Promise<void> | undefined;

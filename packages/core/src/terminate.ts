@@ -6,11 +6,13 @@ import {
   knownWords,
   listen,
   reportStuck,
+  reportUnanswered,
   STOP_EXIT,
   STOP_TERMINATE,
   stopAsync,
   targets,
   threadsState,
+  unanswered,
   W_STOP,
 } from './threads.js';
 import { checkOptions, invalidType } from './validate.js';
@@ -72,6 +74,7 @@ async function stopAndTerminate(worker: Worker): Promise<number> {
   ];
   const stuck = await stopAsync(list, STOP_TERMINATE, 1, false, deadline, exited);
   if (exitCode !== undefined) return exitCode;
+  reportUnanswered(unanswered(list, STOP_TERMINATE), 'terminate', nowMs() - start);
   if (stuck.length > 0) {
     reportStuck(stuck, 'terminate', nowMs() - start);
     const c = process.exitCode;

@@ -34,6 +34,25 @@ export const W_NAME_LENGTH = 6;
 export const W_KNOWN = 7;
 const WORDS = 8;
 const NAME_BYTES = 96;
+/**
+ * After the name (so that another copy's layout of the words before it holds): whether the thread
+ * is blocked in Atomics.wait outside any critical section (workerSide.ts wraps it in a Worker).
+ * 0: not; n > 0: the n-th such wait, still blocked; BLOCKED_GIVEN_UP: its stopper stopped waiting
+ * for it (the thread must not start its closes after that: the process is ending under it).
+ */
+export const W_BLOCKED = (WORDS * 4 + NAME_BYTES) / 4;
+export const BLOCKED_GIVEN_UP = -1;
+/**
+ * How long a thread must stay blocked in one Atomics.wait, no section open, before its stopper
+ * stops waiting for it: a lock's wait ends sooner; a pool's idle Worker waits for its next task.
+ */
+const BLOCKED_GRACE_MS = 100;
+/** Atomics.wait as the runtime has it (a Worker's is wrapped: devexit's own waits are not blocks). */
+export const ORIGINAL_WAIT = Symbol.for('@devexit/core/Atomics.wait');
+export function atomicsWait(): typeof Atomics.wait {
+  const wait = Atomics.wait as typeof Atomics.wait & { [ORIGINAL_WAIT]?: typeof Atomics.wait };
+  return wait[ORIGINAL_WAIT] ?? wait;
+}
 
 export const RUNNING = 0;
 export const SEEN = 1;
@@ -72,7 +91,7 @@ function knownMap(): ThreadsState['known'] {
 export function threadsState(): ThreadsState {
   const state = coreState();
   if (!state.threads) {
-    const words = new Int32Array(new SharedArrayBuffer(WORDS * 4 + NAME_BYTES));
+    const words = new Int32Array(new SharedArrayBuffer(WORDS * 4 + NAME_BYTES + 4));
     state.threads = {
       own: words,
       known: new Map(),
@@ -121,7 +140,7 @@ export function parentThread(): { id: number; listens: boolean } {
  * busy for longer than `ms` leaves the Worker to go on unknown, as without the wait.
  */
 export function waitKnown(words: Int32Array, ms: number): void {
-  Atomics.wait(words, W_KNOWN, 0, ms);
+  atomicsWait()(words, W_KNOWN, 0, ms);
 }
 
 let reportListeners: Array<(r: Report) => void> = [];
@@ -373,6 +392,30 @@ export function publishSectionName(words: Int32Array, name: string): void {
   Atomics.store(words, W_NAME_LENGTH, written ?? 0);
 }
 
+/**
+ * A stopper's look at a thread that has not answered: true once it has been blocked in the same
+ * Atomics.wait, with no section open, for BLOCKED_GRACE_MS since `first` (the stopper's record of
+ * that wait: updated here). Its event loop cannot run the stop: the stopper stops waiting for it,
+ * and tells it so (it will not start its closes later).
+ */
+function blockedIdle(w: Int32Array, first: { n: number; at: number }): boolean {
+  if (w.length <= W_BLOCKED || Atomics.load(w, W_COUNT) !== 0) return false;
+  const n = Atomics.load(w, W_BLOCKED);
+  if (n === BLOCKED_GIVEN_UP) return true;
+  if (n === 0) {
+    first.n = 0;
+    return false;
+  }
+  const now = Date.now();
+  if (n !== first.n) {
+    first.n = n;
+    first.at = now;
+    return false;
+  }
+  if (now - first.at < BLOCKED_GRACE_MS) return false;
+  return Atomics.compareExchange(w, W_BLOCKED, n, BLOCKED_GIVEN_UP) === n && Atomics.load(w, W_COUNT) === 0;
+}
+
 function stuckOf(list: Array<[number, Int32Array]>): Stuck[] {
   const out: Stuck[] = [];
   for (const [id, w] of list) {
@@ -395,15 +438,23 @@ export function stopSync(
 ): Stuck[] {
   const waiting: Array<[number, Int32Array]> = [];
   for (const [id, w] of list) if (askStop(id, w, mode, code, false, deadline)) waiting.push([id, w]);
-  for (const [, w] of waiting) {
-    for (;;) {
-      const s = Atomics.load(w, W_STATE);
-      if (answered(w, mode)) break;
-      const left = deadline - Date.now();
-      if (left <= 0) break;
-      // Bounded waits: a thread that ends without a word (terminated by Node) is seen at the next look.
-      Atomics.wait(w, W_STATE, s, Math.min(left, 50));
-    }
+  const wait = atomicsWait();
+  const firsts = waiting.map(() => ({ n: 0, at: 0 }));
+  // All in parallel: each look goes over every thread still waited for.
+  let pending = waiting.map((_, i) => i);
+  while (pending.length > 0) {
+    pending = pending.filter((i) => {
+      const w = (waiting[i] as [number, Int32Array])[1];
+      return !answered(w, mode) && !blockedIdle(w, firsts[i] as { n: number; at: number });
+    });
+    const first = pending[0];
+    if (first === undefined) break;
+    const left = deadline - Date.now();
+    if (left <= 0) break;
+    // Bounded waits, on one of them: a thread that ends without a word (terminated by Node), or
+    // that blocks, is seen at the next look.
+    const w = (waiting[first] as [number, Int32Array])[1];
+    wait(w, W_STATE, Atomics.load(w, W_STATE), Math.min(left, pending.length > 1 ? 10 : 50));
   }
   return stuckOf(list);
 }
@@ -426,9 +477,10 @@ export async function stopAsync(
   });
   await Promise.all(
     waiting.map(async ([, w]) => {
+      const first = { n: 0, at: 0 };
       for (;;) {
         const s = Atomics.load(w, W_STATE);
-        if (ended || answered(w, mode)) return;
+        if (ended || answered(w, mode) || blockedIdle(w, first)) return;
         const left = deadline - Date.now();
         if (left <= 0) return;
         const r = waitAsync(w, W_STATE, s, Math.min(left, 50));
@@ -460,6 +512,65 @@ export function reportStuck(stuck: Stuck[], layer: string, ms: number): CloseRep
     coreState().report.push(entry);
     if (mode !== 'off') writeStderr(`${formatReportLine(entry, mode)}\n`);
   }
+  return out;
+}
+
+/** A thread that did not answer its stop, with closes of its own that did not run. */
+export interface Unanswered {
+  threadId: number;
+  /** Blocked in Atomics.wait, its stopper gave up on it; false: still busy at the deadline. */
+  blocked: boolean;
+}
+
+/**
+ * Threads of `list` with closes of their own (JS closes registered there) that did not answer a
+ * stop of `mode`, with no section open (those are `Stuck`): their event loop never ran the stop
+ * (blocked in Atomics.wait, as an idle piscina or tinypool worker waits for its next task, or in
+ * a synchronous loop until the deadline), so their closes did not run.
+ */
+export function unanswered(list: Array<[number, Int32Array]>, mode: number): Unanswered[] {
+  const out: Unanswered[] = [];
+  for (const [threadId, w] of list) {
+    if (Atomics.load(w, W_NEEDS) === 0 || Atomics.load(w, W_COUNT) !== 0 || answered(w, mode)) continue;
+    out.push({ threadId, blocked: w.length > W_BLOCKED && Atomics.load(w, W_BLOCKED) === BLOCKED_GIVEN_UP });
+  }
+  return out;
+}
+
+/** The report entry of each such thread, and one warning naming them. */
+export function reportUnanswered(list: Unanswered[], layer: string, ms: number): CloseReportEntry[] {
+  if (list.length === 0) return [];
+  const mode = settings().report;
+  const out: CloseReportEntry[] = [];
+  for (const u of list) {
+    const entry: CloseReportEntry = {
+      device: { type: 'thread', typeId: 0, index: u.threadId },
+      service: 'closes',
+      layer,
+      ms: Math.round(ms * 1000) / 1000,
+      outcome: 'timeout',
+      pid: process.pid,
+      error: u.blocked
+        ? 'the Worker is blocked in Atomics.wait, no critical section open (a pool worker waiting for its next task): its closes did not run'
+        : 'the Worker did not answer by the deadline (a synchronous loop): its closes did not run',
+    };
+    out.push(entry);
+    coreState().report.push(entry);
+    if (mode !== 'off') writeStderr(`${formatReportLine(entry, mode)}\n`);
+  }
+  const s = settings();
+  const say = (blocked: boolean) => {
+    const ids = list.filter((u) => u.blocked === blocked).map((u) => u.threadId);
+    if (ids.length === 0) return '';
+    const what = `Worker${ids.length > 1 ? 's' : ''} ${ids.join(', ')}`;
+    return blocked
+      ? `${what} blocked in Atomics.wait (a pool's idle Workers wait so for their next task: piscina's atomics: 'async' or tinypool's useAtomics: false keep them answering)`
+      : `${what} did not answer by the deadline (${s.timeoutMs} ms, ${s.sources.timeoutMs})`;
+  };
+  const parts = [say(true), say(false)].filter((p) => p !== '');
+  warn(devexitWarning(`devexit: closes not run: ${parts.join('; ')}`, 'DEVEXIT_WORKER_UNANSWERED'), {
+    atExit: true,
+  });
   return out;
 }
 

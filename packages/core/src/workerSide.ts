@@ -4,15 +4,18 @@ import { markExiting } from './exiting.js';
 import { installExitHooks } from './exitLayer.js';
 import { settings } from './settings.js';
 import { startShutdown } from './shutdown.js';
-import { coreState } from './state.js';
+import { coreState, type ThreadsState } from './state.js';
 import { workerThreads } from './thread.js';
 import {
   announce,
+  atomicsWait,
+  BLOCKED_GIVEN_UP,
   CLOSED,
   channelOf,
   DRAINED,
   type Hello,
   listen,
+  ORIGINAL_WAIT,
   onWho,
   ownThreadId,
   parentThread,
@@ -26,6 +29,7 @@ import {
   targets,
   tellChildrenParent,
   threadsState,
+  W_BLOCKED,
   W_CODE,
   W_COUNT,
   W_NATIVE,
@@ -49,6 +53,15 @@ type WorkerMessage = StopMessage | { op: 'hurry' };
 const KNOWN_WAIT_MS = 250;
 
 let realExit: ((code?: number | string | null) => never) | undefined;
+
+/**
+ * Moves the exit or terminate stop in progress on as far as it can go now, without waiting: once
+ * no section is open, the closes run; once those started no section and this thread's own Workers
+ * answered, the stopper is told. Called at once, after each wait, and at the end of the last open
+ * section (critical.ts, through `kick`): a thread whose event loop does not come back (blocked in
+ * Atomics.wait) has still answered.
+ */
+let advance: (() => void) | undefined;
 
 /** Runs the stop asked in this thread's words (once; a shutdown may be followed by an exit). */
 function runStop(deadline: number, self?: number): Promise<void> {
@@ -82,16 +95,41 @@ function runStop(deadline: number, self?: number): Promise<void> {
       return;
     }
     markExiting();
-    const children = stopAsync(targets(false), mode, code, false, deadline);
+    const kids = targets(false);
+    let kidsDone = kids.length === 0;
+    let closed = false;
+    let gaveUp = false;
+    const tell = () => {
+      Atomics.store(own, W_STATE, CLOSED);
+      Atomics.notify(own, W_STATE);
+    };
+    advance = () => {
+      if (gaveUp || Atomics.load(own, W_COUNT) !== 0) return;
+      // Its stopper stopped waiting for this thread (blocked in Atomics.wait): the process is
+      // ending under it, and a close started now could be cut in the middle of native work.
+      if (Atomics.load(own, W_BLOCKED) === BLOCKED_GIVEN_UP) return;
+      if (!closed) {
+        closed = true;
+        runCloses({ layer: 'worker-exit', markExiting: true, exitCode: code, nativeCloses: false });
+      }
+      // What the closes started (a device's destroy settling its pending promises) ends first.
+      if (kidsDone && Atomics.load(own, W_COUNT) === 0 && Atomics.load(own, W_STATE) < CLOSED) tell();
+    };
+    const children = stopAsync(kids, mode, code, false, deadline).then(() => {
+      kidsDone = true;
+    });
+    // Nothing open: the closes run now, in this turn (the code that runs next may block the loop).
+    advance();
     // A section still open at the deadline: its native work is in flight, and closing what it
     // uses could crash under it. The stopper ends the process; nothing more is done here.
-    if (!(await sectionsEnded(deadline))) return;
-    runCloses({ layer: 'worker-exit', markExiting: true, exitCode: code, nativeCloses: false });
-    // What the closes started (a device's destroy settling its pending promises).
+    if (!(await sectionsEnded(deadline))) {
+      gaveUp = true;
+      return;
+    }
+    advance();
     await sectionsEnded(deadline);
     await children;
-    Atomics.store(own, W_STATE, CLOSED);
-    Atomics.notify(own, W_STATE);
+    tell();
     if (self !== undefined) (realExit as (code?: number) => never).call(process, self);
     // terminate(): the stopper terminates it now; until then it must not end on its own (its
     // exit code is the terminated Worker's, 1, whatever its loop does meanwhile).
@@ -153,10 +191,51 @@ export function armWorkerSide(): void {
   };
   onWho(() => announce(hello));
   t.kick = () => {
-    if (!t.stopping) void runStop(Date.now() + settings().timeoutMs);
+    if (t.stopping) return advance?.();
+    const state = Atomics.load(t.own, W_STATE);
+    // Answered already (a shutdown that drained starts again only for another stop).
+    if (state === CLOSED || (state === DRAINED && Atomics.load(t.own, W_STOP) === STOP_SHUTDOWN)) return;
+    void runStop(Date.now() + settings().timeoutMs);
   };
   announce(hello);
   if (parent.listens) waitKnown(t.own, KNOWN_WAIT_MS);
   installExitHooks();
   wrapExit();
+  wrapWait(t);
+}
+
+/**
+ * A Worker blocked in Atomics.wait runs no JS: a stop's message waits in its queue, and its
+ * stopper would wait for it until the deadline (an idle piscina or tinypool Worker, with their
+ * default settings, blocks so until its next task). In a Worker, Atomics.wait is wrapped: a stop
+ * already asked of the thread runs first (with no section open: its closes run); a wait outside
+ * any section says so in the thread's words (W_BLOCKED), and its stopper stops waiting for it if
+ * it stays blocked (threads.ts, blockedIdle). What the wait does and returns is the runtime's.
+ */
+function wrapWait(t: ThreadsState): void {
+  const original = atomicsWait();
+  if (Atomics.wait !== original) return; // wrapped by another copy of core in this realm
+  const own = t.own;
+  let count = 0;
+  const call = (args: Parameters<typeof Atomics.wait>) => original.apply(Atomics, args);
+  const wait = function wait(...args: Parameters<typeof Atomics.wait>): ReturnType<typeof Atomics.wait> {
+    // Inside a section (this thread's native work in flight): not idle, nothing said.
+    if (Atomics.load(own, W_COUNT) !== 0) return call(args);
+    count = count >= 0x3fffffff ? 1 : count + 1;
+    const mine = count;
+    // Given up on by its stopper: stays so (nothing of the stop runs here any more).
+    if (Atomics.compareExchange(own, W_BLOCKED, 0, mine) !== 0) return call(args);
+    if (Atomics.load(own, W_STOP) !== 0) {
+      if (Atomics.compareExchange(own, W_BLOCKED, mine, 0) !== mine) return call(args);
+      t.kick?.();
+      if (Atomics.compareExchange(own, W_BLOCKED, 0, mine) !== 0) return call(args);
+    }
+    try {
+      return call(args);
+    } finally {
+      Atomics.compareExchange(own, W_BLOCKED, mine, 0);
+    }
+  };
+  Object.defineProperty(wait, ORIGINAL_WAIT, { value: original });
+  Atomics.wait = wait as typeof Atomics.wait;
 }

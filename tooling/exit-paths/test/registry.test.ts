@@ -1,7 +1,7 @@
 import { copyFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { closeCounts, runChild, runMany, testRuns } from '@devexit/testkit';
+import { type ChildResult, closeCounts, runChild, runMany, runUntilHit, testRuns } from '@devexit/testkit';
 import { describe, expect, it } from 'vitest';
 
 const fixtures = join(__dirname, '..', 'fixtures');
@@ -14,11 +14,18 @@ const addon = join(
 
 describe('native registry (child processes)', () => {
   it('8 native threads register 100k keys while a close runs: each accepted close runs exactly once, later ones are refused', async () => {
-    const runs = await runMany(testRuns(3), {
-      script: join(fixtures, 'stress.cjs'),
-      args: ['8', '12500', '3'],
-      timeoutMs: 60_000,
-    });
+    const options = { script: join(fixtures, 'stress.cjs'), args: ['8', '12500', '3'], timeoutMs: 60_000 };
+    const raced = (r: ChildResult) => {
+      try {
+        return JSON.parse(r.stdout).refused > 0;
+      } catch {
+        return false;
+      }
+    };
+    const runs = await runMany(testRuns(3), options);
+    // Whether a run races (the close lands while keys are still being registered) is timing: a
+    // machine's load can make a few runs all register before it. More, until one raced (20 at most).
+    if (!runs.some(raced)) runs.push(...(await runUntilHit(20, options, raced)));
     for (const r of runs) {
       expect({ code: r.code, signal: r.signal }, r.stderr).toEqual({ code: 0, signal: null });
       const s = JSON.parse(r.stdout);
@@ -33,7 +40,7 @@ describe('native registry (child processes)', () => {
       expect(s.accepted).toBeGreaterThan(0);
     }
     // At least one run must have raced: some keys accepted, some refused.
-    expect(runs.some((r) => JSON.parse(r.stdout).refused > 0)).toBe(true);
+    expect(runs.some(raced)).toBe(true);
   });
 
   it('shutdown(): the closes run on a helper thread while the event loop turns; registrations are refused at once, yet is_exiting() stays 0 until they ran', async () => {
