@@ -15,6 +15,8 @@ import type { ShutdownSignal } from './types.js';
  *   and the application's handler decides how the process ends (it can `await shutdown()`).
  * - A second signal during the drain ends the process at once, by that signal (the application's
  *   own listeners, if any, decide instead).
+ * - Work the application submits meanwhile is refused (ERR_DEVEXIT_EXITING): uncaught, that
+ *   refusal does not change how the process ends (quietRefusals).
  * - A close stuck past the deadline ends the process by the first signal (the native watchdog,
  *   with @devexit/native loaded: JS cannot interrupt a synchronous close).
  *
@@ -71,6 +73,27 @@ function endBy(signal: NodeJS.Signals): void {
   setTimeout(() => process.exit(128 + signalNumber(signal)), FALLBACK_EXIT_MS);
 }
 
+/**
+ * While devexit ends the process by a signal, the application's work refused for it (a loop that
+ * does not test isExiting() launches again once its read settled in the drain: ERR_DEVEXIT_EXITING,
+ * thrown or rejected) would end the process with code 1 and a stack trace instead of by the
+ * signal, which is what a process manager counts as a clean stop. That error alone is let go
+ * then; any other is handled as without this listener (Node's own handling, on the next tick),
+ * and nothing is done where the application listens for uncaught errors itself.
+ */
+function quietRefusals(): void {
+  if (process.listenerCount('uncaughtException') > 0) return;
+  const onUncaught = (err: unknown): void => {
+    if ((err as { code?: unknown } | null)?.code === 'ERR_DEVEXIT_EXITING') return;
+    process.removeListener('uncaughtException', onUncaught);
+    if (process.listenerCount('uncaughtException') > 0) return; // the application's now
+    process.nextTick(() => {
+      throw err;
+    });
+  };
+  process.on('uncaughtException', onUncaught);
+}
+
 function onSignal(signal: NodeJS.Signals): void {
   const state = coreState();
   // Counted by the process.emit hook as the signal arrived; a runtime that bypassed the hook: now.
@@ -85,6 +108,7 @@ function onSignal(signal: NodeJS.Signals): void {
   }
   if (state.exitLayerRan) return; // the process is already exiting
   const run = startShutdown(true, signal);
+  if (!appListens) quietRefusals();
   const end = () => {
     if (appListens) return; // the application's handler decides
     // One more turn of the loop first: completions already delivered settle their promises.

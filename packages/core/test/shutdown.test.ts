@@ -203,6 +203,51 @@ describe('shutdown() with JS closes (child processes)', () => {
     expect(report(r.stderr)).toEqual([{ service: 'a', layer: 'shutdown', outcome: 'ok', drained: true }]);
   });
 
+  it.each([
+    [
+      'an async loop (the refusal rejects, unhandled)',
+      `(async () => { for (;;) await core.critical(() => new Promise((r) => setTimeout(r, 5))); })();`,
+    ],
+    ['a timer (the refusal is thrown)', `setInterval(() => core.critical(() => 0), 5);`],
+  ])(
+    'SIGTERM while %s keeps submitting work without testing isExiting(): ERR_DEVEXIT_EXITING does not change the end, by SIGTERM (3 runs)',
+    async (_name, loop) => {
+      for (let i = 0; i < 3; i++) {
+        const r = await runSignalled(
+          `${setup} core.configure({ signals: ['SIGTERM'] }); service('a', 100); ${loop} console.log('ready');`,
+          'SIGTERM',
+        );
+        expect(
+          { status: r.status, signal: r.signal, refusalShown: /ERR_DEVEXIT_EXITING/.test(r.stderr) },
+          r.stderr,
+        ).toEqual({
+          status: null,
+          signal: 'SIGTERM',
+          refusalShown: false,
+        });
+        expect(marks(r.stderr)).toEqual(['drain a', 'work done a', 'close a']);
+      }
+    },
+  );
+
+  it('SIGTERM, and another error thrown during the drain: it ends the process as without devexit (exit 1, its stack)', async () => {
+    const r = await runSignalled(
+      `${setup} core.configure({ signals: ['SIGTERM'] }); service('a', 300);
+       core.closeAtExit(dev, 'b', () => mark('close b'), { drain: () => { setTimeout(() => { throw new Error('own bug (expected)'); }, 20); } });
+       setInterval(() => {}, 1000); console.log('ready');`,
+      'SIGTERM',
+    );
+    expect(
+      { status: r.status, signal: r.signal, shown: /Error: own bug \(expected\)/.test(r.stderr) },
+      r.stderr,
+    ).toEqual({
+      status: 1,
+      signal: null,
+      shown: true,
+    });
+    expect(marks(r.stderr)).toContain('close a');
+  });
+
   it('configure({ signals: [] }) removes the listeners: SIGTERM ends the process at once, nothing closed (the control)', async () => {
     const r = await runSignalled(
       `${setup} core.configure({ signals: ['SIGTERM'] }); core.configure({ signals: [] }); service('a', 100);
