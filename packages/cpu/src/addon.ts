@@ -23,6 +23,8 @@ export interface CpuAddon extends QueueAddon<NativeHandle> {
 export const ADDON: AddonSpec = {
   name: 'devexit_cpu',
   packageDir: join(__dirname, '..'),
+  // Named, not read from packageDir/package.json: a bundle's folder holds the application's.
+  platformPackages: '@devexit/cpu',
   envVar: 'DEVEXIT_CPU_ADDON',
   exports: ['probe', 'open', 'threads', 'loadKernel', 'submit'],
 };

@@ -80,6 +80,8 @@ export interface CudaAddon extends QueueAddon<NativeHandle> {
 export const ADDON: AddonSpec = {
   name: 'devexit_cuda',
   packageDir: join(__dirname, '..'),
+  // Named, not read from packageDir/package.json: a bundle's folder holds the application's.
+  platformPackages: '@devexit/cuda',
   envVar: 'DEVEXIT_CUDA_ADDON',
   exports: ['probe', 'open', 'deviceInfo', 'compilerDrain', 'submit'],
 };

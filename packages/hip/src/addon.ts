@@ -64,6 +64,8 @@ export interface HipAddon extends QueueAddon<NativeHandle> {
 export const ADDON: AddonSpec = {
   name: 'devexit_hip',
   packageDir: join(__dirname, '..'),
+  // Named, not read from packageDir/package.json: a bundle's folder holds the application's.
+  platformPackages: '@devexit/hip',
   envVar: 'DEVEXIT_HIP_ADDON',
   exports: ['probe', 'open', 'deviceInfo', 'refuseArch', 'submit'],
 };

@@ -5,6 +5,11 @@ import type { DevexitError } from '@devexit/core';
 // @devexit/core is loaded only when a load fails (for its error class and value descriptions): a
 // process that loads its addons needs none of it (issue 20: core is ~17 M instructions to load).
 const core = (): typeof import('@devexit/core') => require('@devexit/core') as typeof import('@devexit/core');
+// Under webpack (and ncc, built on it), a require() of a computed path is compiled into a lookup
+// in the bundle that finds no file at all: Node's own require is used where webpack provides it.
+declare const __non_webpack_require__: NodeJS.Require | undefined;
+const nodeRequire: NodeJS.Require =
+  typeof __non_webpack_require__ === 'function' ? __non_webpack_require__ : require;
 const loadError = (message: string, options?: { cause: unknown }): DevexitError =>
   new (core().DevexitError)('ERR_DEVEXIT_UNAVAILABLE', message, options);
 
@@ -145,7 +150,7 @@ function prebuild(spec: AddonSpec): AddonAttempt[] {
   try {
     // From the main package's directory: npm hoists the platform package, pnpm links it next to
     // the main package in its virtual store.
-    const manifest = require.resolve(`${pkg}/package.json`, { paths: [spec.packageDir] });
+    const manifest = nodeRequire.resolve(`${pkg}/package.json`, { paths: [spec.packageDir] });
     return [{ kind: 'prebuild', where: join(dirname(manifest), `${spec.name}.node`) }];
   } catch (err) {
     const code = (err as { code?: string }).code;
@@ -204,7 +209,7 @@ export function loadAddon<T>(spec: AddonSpec): T {
     }
     let addon: T;
     try {
-      addon = require(attempt.where) as T;
+      addon = nodeRequire(attempt.where) as T;
     } catch (err) {
       const notObject = refuseContent(attempt.where);
       if (notObject) {
@@ -323,13 +328,24 @@ const LABEL: Record<AddonAttempt['kind'], string> = {
 function loadMessage(spec: AddonSpec, attempts: AddonAttempt[], what: string): string {
   const tag = platformTag();
   const pkg = platformPackageName(spec, tag);
-  const owner = packageName(spec.packageDir) ?? spec.packageDir;
+  const found = packageName(spec.packageDir);
+  // Bundled (esbuild, webpack, ncc): this code runs from the bundle's folder, not from its
+  // package's, and a package.json there is the application's. It is never named as the owner.
+  const bundled = typeof spec.platformPackages === 'string' && found !== spec.platformPackages;
+  const owner = bundled ? (spec.platformPackages as string) : (found ?? spec.packageDir);
   const lines = [`devexit: cannot load ${spec.name}.node: ${what}.`];
   for (const a of attempts) {
     const where = a.kind === 'env' ? `${spec.envVar}=${shown(a.where)}` : a.where;
     lines.push(`  tried ${LABEL[a.kind]} ${where}: ${a.outcome ?? 'not reached'}`);
   }
   lines.push('Fixes:');
+  if (bundled) {
+    lines.push(
+      `  - this code of ${owner} runs from ${shown(spec.packageDir)}, not from its package: it looks bundled ` +
+        '(esbuild, webpack, ncc). Its addon is found beside its package: keep @devexit/* out of the bundle ' +
+        "(esbuild --external:'@devexit/*', webpack externals, ncc -e for each) and ship node_modules with it",
+    );
+  }
   if (/\b(GLIBC|GLIBCXX|CXXABI)_[\d.]+' not found/.test(what)) {
     lines.push(
       '  - the linux-*-gnu prebuilds are built on Debian 12: they need glibc >= 2.34 and the libstdc++ ' +

@@ -90,6 +90,36 @@ describe('loadAddon', () => {
     ]);
   });
 
+  it("bundled (the code runs from the application's folder): the message names the package, not the application, and says to keep it out of the bundle", () => {
+    const root = mkdtempSync(join(tmpdir(), 'devexit-loader-'));
+    roots.push(root);
+    // What esbuild --bundle makes: the package's code in the app's dist/, beside the app's manifest.
+    const app = join(root, 'my-app');
+    mkdirSync(join(app, 'dist'), { recursive: true });
+    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'my-app' }));
+    const spec = { name: 'thing', packageDir: app, envVar: ENV, platformPackages: '@devexit-test/thing' };
+    const message = thrown(() => loadAddon(spec)).message;
+    expect(message).not.toContain('dependency of my-app');
+    expect(message).not.toMatch(/devexit-build my-app/);
+    expect(message.split('\n').slice(4)).toEqual([
+      'Fixes:',
+      `  - this code of @devexit-test/thing runs from ${app}, not from its package: it looks bundled (esbuild, webpack, ncc). Its addon is found beside its package: keep @devexit/* out of the bundle (esbuild --external:'@devexit/*', webpack externals, ncc -e for each) and ship node_modules with it`,
+      expect.stringMatching(
+        new RegExp(
+          `^ {2}- install the prebuild for this platform \\(${tag}\\): @devexit-test/thing-${tag}, an optional dependency of @devexit-test/thing;`,
+        ),
+      ),
+      expect.stringMatching(/^ {2}- or build from source: npx devexit-build @devexit-test\/thing \(/),
+      `  - or point ${ENV} at a built thing.node`,
+    ]);
+    // Its own package directory: not bundled, no such line.
+    const { root: r2, spec: own } = layout();
+    roots.push(r2);
+    expect(
+      thrown(() => loadAddon({ ...own, platformPackages: '@devexit-test/thing' })).message,
+    ).not.toContain('bundled');
+  });
+
   it('the platform package is resolved from the package directory, and a broken prebuild is an error, not skipped', () => {
     const { root, spec } = layout({ platform: 'bogus' });
     roots.push(root);
