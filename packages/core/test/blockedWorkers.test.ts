@@ -44,6 +44,23 @@ const worker = (then: string) =>
     ${then}
   `);
 
+/** Main: a Worker running `body` (see worker()), process.exit(0) `afterMs` after its first message. */
+const exitAfter = (body: string, afterMs: number) =>
+  run(`
+    const { Worker } = require('node:worker_threads');
+    require('./dist/index.js');
+    const w = new Worker(${worker(body)}, { eval: true });
+    w.on('message', () => setTimeout(() => process.exit(0), ${afterMs}));
+  `);
+
+/** How a run ended, with whether it ended well before the 6 s deadline. */
+const ending = (r: ReturnType<typeof run>) => ({
+  status: r.status,
+  signal: r.signal,
+  fast: r.ms < 3000,
+  stdout: r.stdout,
+});
+
 describe('Workers blocked in Atomics.wait', () => {
   it('Atomics.wait keeps its answers in a Worker (wrapped there, not in main)', () => {
     const r = run(`
@@ -73,18 +90,11 @@ describe('Workers blocked in Atomics.wait', () => {
 
   it(`main exits while its Worker is blocked: not waited for until the deadline, its closes reported as not run (${RUNS} runs)`, () => {
     for (let i = 0; i < RUNS; i++) {
-      const r = run(`
-        const { Worker } = require('node:worker_threads');
-        require('./dist/index.js');
-        const w = new Worker(${worker("parentPort.postMessage('ready'); setTimeout(() => Atomics.wait(idle, 0, 0), 10);")}, { eval: true });
-        w.on('message', () => setTimeout(() => process.exit(0), 50));
-      `);
-      expect({ status: r.status, signal: r.signal, fast: r.ms < 3000, stdout: r.stdout }).toEqual({
-        status: 0,
-        signal: null,
-        fast: true,
-        stdout: '',
-      });
+      const r = exitAfter(
+        "parentPort.postMessage('ready'); setTimeout(() => Atomics.wait(idle, 0, 0), 10);",
+        50,
+      );
+      expect(ending(r)).toEqual({ status: 0, signal: null, fast: true, stdout: '' });
       expect(entries(r.stderr)).toEqual([
         expect.objectContaining({
           device: expect.objectContaining({ type: 'thread' }),
@@ -98,44 +108,26 @@ describe('Workers blocked in Atomics.wait', () => {
 
   it(`a stop asked during a critical section runs the closes when it ends, before the Worker blocks (${RUNS} runs)`, () => {
     for (let i = 0; i < RUNS; i++) {
-      const r = run(`
-        const { Worker } = require('node:worker_threads');
-        require('./dist/index.js');
-        const w = new Worker(${worker(`
-          core.critical(() => { parentPort.postMessage('in'); return new Promise((r) => setTimeout(r, 300)); })
-            .then(() => Atomics.wait(idle, 0, 0));
-        `)}, { eval: true });
-        w.on('message', () => setTimeout(() => process.exit(0), 20));
-      `);
-      expect({ status: r.status, signal: r.signal, fast: r.ms < 3000, stdout: r.stdout }).toEqual({
-        status: 0,
-        signal: null,
-        fast: true,
-        stdout: 'close ran\n',
-      });
+      const r = exitAfter(
+        `core.critical(() => { parentPort.postMessage('in'); return new Promise((r) => setTimeout(r, 300)); })
+           .then(() => Atomics.wait(idle, 0, 0));`,
+        20,
+      );
+      expect(ending(r)).toEqual({ status: 0, signal: null, fast: true, stdout: 'close ran\n' });
       expect(r.stderr).not.toMatch(/closes not run/);
     }
   });
 
   it(`a Worker that waits on a lock for less than the grace still answers (${RUNS} runs)`, () => {
     for (let i = 0; i < RUNS; i++) {
-      const r = run(`
-        const { Worker } = require('node:worker_threads');
-        require('./dist/index.js');
-        const w = new Worker(${worker(`
-          parentPort.postMessage('ready');
-          // 20 ms waits, one after another: never ~100 ms in one.
-          const loop = () => { Atomics.wait(idle, 0, 0, 20); setImmediate(loop); };
-          loop();
-        `)}, { eval: true });
-        w.on('message', () => setTimeout(() => process.exit(0), 50));
-      `);
-      expect({ status: r.status, signal: r.signal, fast: r.ms < 3000, stdout: r.stdout }).toEqual({
-        status: 0,
-        signal: null,
-        fast: true,
-        stdout: 'close ran\n',
-      });
+      // 20 ms waits, one after another: never ~100 ms in one.
+      const r = exitAfter(
+        `parentPort.postMessage('ready');
+         const loop = () => { Atomics.wait(idle, 0, 0, 20); setImmediate(loop); };
+         loop();`,
+        50,
+      );
+      expect(ending(r)).toEqual({ status: 0, signal: null, fast: true, stdout: 'close ran\n' });
     }
   });
 });
