@@ -34,10 +34,13 @@ describe.each(BINDINGS)('control, no devexit: $name in 2 Workers', ({ binding })
         timedOut: r.timedOut,
         errors: workerErrors(r),
         signal: r.signal,
-        abortText: ABORT_TEXT.test(r.stderr),
       }));
-      const abort = { workers: 2, timedOut: false, errors: [], signal: 'SIGABRT', abortText: true };
+      const abort = { workers: 2, timedOut: false, errors: [], signal: 'SIGABRT' };
       expect(seen).toEqual(results.map(() => abort));
+      // What aborts is the binding's error escaping (libstdc++'s line): seen in the row's runs. Not
+      // in each one: two Workers aborting at once can end the process before either line is out
+      // (a CI run saw one SIGABRT of three with no line at all).
+      expect(results.some((r) => ABORT_TEXT.test(r.stderr))).toBe(true);
     },
     ROW_TIMEOUT_MS,
   );
