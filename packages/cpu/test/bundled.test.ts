@@ -35,12 +35,16 @@ async function bundle(external: RegExp[]): Promise<string> {
   return file;
 }
 
-const run = (file: string) =>
-  spawnSync(process.execPath, [file], {
-    encoding: 'utf8',
-    timeout: 30_000,
-    env: { ...process.env, NODE_OPTIONS: '' },
-  });
+/**
+ * As a user runs it: without the NODE_PATH of pnpm's bin shims (it lists the workspace's store,
+ * where the platform packages are, and require.resolve({ paths }) searches it too).
+ */
+function run(file: string) {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  delete env.NODE_OPTIONS;
+  delete env.NODE_PATH;
+  return spawnSync(process.execPath, [file], { encoding: 'utf8', timeout: 30_000, env });
+}
 
 describe('a bundled application', () => {
   it("@devexit/* inside the bundle: ERR_DEVEXIT_UNAVAILABLE saying it looks bundled and what to do, naming devexit's package, not the application", async () => {
