@@ -67,12 +67,16 @@ function loadNative(): { native: NativeReport; module?: NativeModule } {
   }
 }
 
-/** DEVEXIT_REQUIRE_BACKENDS: comma-separated backend names that must be available. */
+/** DEVEXIT_REQUIRE_BACKENDS: comma-separated backend names that must be available (trimmed, any case, as every DEVEXIT_* value). */
 function requiredBackends(env: NodeJS.ProcessEnv): { names: string[]; unknown: string[] } {
   const names = (env.DEVEXIT_REQUIRE_BACKENDS ?? '')
     .split(',')
     .map((s) => s.trim())
-    .filter(Boolean);
+    .filter(Boolean)
+    .map((s) => {
+      const lower = s.toLowerCase();
+      return (BACKEND_NAMES as readonly string[]).includes(lower) ? lower : s;
+    });
   return {
     names,
     unknown: names.filter((n) => !(BACKEND_NAMES as readonly string[]).includes(n)),

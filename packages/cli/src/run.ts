@@ -114,7 +114,8 @@ function withProbe(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 /** Runs the program; never throws for the program's sake and never hangs past the timeouts. */
 export function runProgram(options: RunOptions): Promise<RunReport> {
   const [file, ...rest] = options.command;
-  const isScript = /\.[cm]?js$/.test(file ?? '');
+  // A script runs with this Node (TypeScript too: Node 22.18 and later strip its types).
+  const isScript = /\.[cm]?[jt]s$/.test(file ?? '');
   const argv = isScript ? [process.execPath, file as string, ...rest] : options.command;
   const started = now();
   return new Promise((resolve) => {
@@ -283,7 +284,7 @@ export function runProgram(options: RunOptions): Promise<RunReport> {
       if (open === 0 || quiet || at - (ended?.at ?? at) >= READ_AFTER_EXIT_MS) finish();
       else drainTimer = setTimeout(afterExit, QUIET_AFTER_EXIT_MS);
     };
-    child.on('error', (err) => finish(err.message));
+    child.on('error', (err) => finish(startError(err, file)));
     child.on('exit', (code, signal) => {
       ended = { code, signal, at: now() };
       clearTimeout(runTimer);
@@ -292,6 +293,13 @@ export function runProgram(options: RunOptions): Promise<RunReport> {
       else drainTimer = setTimeout(afterExit, QUIET_AFTER_EXIT_MS);
     });
   });
+}
+
+/** Why the command could not start; a file that exists here but is looked up in PATH says so. */
+function startError(err: NodeJS.ErrnoException, file: string | undefined): string {
+  if (err.code === 'ENOENT' && file && !file.includes('/') && existsSync(file))
+    return `${err.message}: "${file}" is a file here, but a command without a "/" is looked up in PATH: run it with its interpreter ("node ${file}" for a script), or as "./${file}" if it is executable`;
+  return err.message;
 }
 
 function notStarted(command: string[], error: string, started: number, pid?: number): RunReport {

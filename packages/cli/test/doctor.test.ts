@@ -50,6 +50,12 @@ describe('devexit doctor (workspace install)', () => {
     expect(JSON.parse(r.stdout).backends[0]).toMatchObject({ name: 'cpu', required: true, available: true });
   });
 
+  it('DEVEXIT_REQUIRE_BACKENDS is trimmed and read in any case, as every DEVEXIT_* value', () => {
+    const r = run(['doctor', '--json'], { DEVEXIT_REQUIRE_BACKENDS: ' CPU ' });
+    expect(r.status, show(r)).toBe(0);
+    expect(JSON.parse(r.stdout).backends[0]).toMatchObject({ name: 'cpu', required: true, available: true });
+  });
+
   it('DEVEXIT_REQUIRE_BACKENDS naming an unavailable backend: exit 1, the reason says why', () => {
     const r = run(['doctor', '--json'], {
       DEVEXIT_REQUIRE_BACKENDS: 'cpu,wgpu,cuda',

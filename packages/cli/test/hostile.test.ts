@@ -1,8 +1,8 @@
 // `devexit doctor run` against programs that would crash, stall or mislead a naive doctor:
 // half a GiB of stderr, 600 MB without a newline, report lines that are not reports, a daemon
 // that keeps the program's output open, a command that cannot start.
-import { spawn } from 'node:child_process';
-import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -146,6 +146,7 @@ describe('devexit doctor run with hostile programs', () => {
       ['devexit-no-such-program', /ENOENT/],
       [notExecutable, /EACCES/],
       [join(tmpdir(), 'devexit-no-such-script.cjs'), /^no such file: /],
+      [join(tmpdir(), 'devexit-no-such-script.mts'), /^no such file: /],
     ] as const) {
       const json = run(['doctor', 'run', '--json', '--', command]);
       expect(json.status, show(json)).toBe(127);
@@ -163,5 +164,19 @@ describe('devexit doctor run with hostile programs', () => {
       expect(text.stdout).toContain(`verdict      COULD NOT START ${JSON.stringify(command)}: `);
       expect(text.stdout).not.toContain('exited with code');
     }
+  });
+
+  it('a file here named without "./" that is not a script: not-started says it is looked up in PATH and how to run it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'devexit-path-'));
+    writeFileSync(join(dir, 'app.py'), 'print(1)\n');
+    const r = spawnSync(process.execPath, [bin, 'doctor', 'run', '--json', '--', 'app.py'], {
+      cwd: dir,
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    expect(r.status, show(r)).toBe(127);
+    expect((JSON.parse(r.stdout) as RunReport).error).toMatch(
+      /ENOENT: "app\.py" is a file here, but a command without a "\/" is looked up in PATH: run it with its interpreter \("node app\.py" for a script\), or as "\.\/app\.py" if it is executable$/,
+    );
   });
 });

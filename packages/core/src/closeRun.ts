@@ -76,6 +76,12 @@ function shutdownCode(): number {
   return typeof c === 'number' ? c : 0;
 }
 
+function queueText(queue: JsEntry[]): string {
+  let text = '';
+  for (const e of queue) text += `${e.type}\t${e.index}\t${e.service}\n`;
+  return text;
+}
+
 /** Starts watching `what` (main thread, native loaded); entry: the close it belongs to. */
 function watch(run: CloseRun, what: string, e: JsEntry | undefined): void {
   if (!run.watched) return;
@@ -92,9 +98,13 @@ function watch(run: CloseRun, what: string, e: JsEntry | undefined): void {
         index: e?.index ?? 0,
         service: e?.service ?? '',
         what,
+        // Once a run (not per close: a long queue would cost its square).
+        ...(run.queueSent ? {} : { queue: queueText(run.queue) }),
+        started: run.next,
       },
       Math.max(0, run.deadline - nowMs()),
     );
+    run.queueSent = true;
   } else if (e) {
     // An older registry owner: closes only, an explicit run never ends the process.
     native.jsCloseBegin(run.layer, run.exitCode ?? -1, e.type, e.index, e.service);
@@ -229,6 +239,7 @@ export function startRun(options: RunOptions): CloseRun {
     drained: options.drained,
     queue,
     next: 0,
+    queueSent: false,
     current: undefined,
     currentStart: 0,
     reported: new Set(),

@@ -52,6 +52,8 @@ export interface CloseRun {
   drained: Map<JsEntry, boolean> | undefined;
   queue: JsEntry[];
   next: number;
+  /** The watchdog was given the queue (with the run's first watch). */
+  queueSent: boolean;
   current: JsEntry | undefined;
   currentStart: number;
   /** The closes of this run that were reported (each exactly once). */

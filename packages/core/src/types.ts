@@ -100,6 +100,13 @@ export interface WatchSpec {
   service: string;
   /** How the warning names it: 'a JS close', 'an observer of devexit:service:close', ... */
   what: string;
+  /**
+   * The run's JS closes in order, lines "<type>\t<index>\t<service>\n": sent with a run's first
+   * watch, so that a watchdog ending the process gives each close not started its report line.
+   */
+  queue?: string;
+  /** How many of the run's JS closes started (the watched one included). */
+  started?: number;
 }
 
 /** What @devexit/native plugs into core (see installNativeBridge). */

@@ -223,7 +223,7 @@ Napi::Value BindJsCloseEnd(const Napi::CallbackInfo &info) {
   return Napi::Boolean::New(info.Env(), HostV2() && Host()->js_close_end() != 0);
 }
 
-// watch({ layer, exitCode, signal, type, index, service, what }, deadlineMs): what runs now on this
+// watch({ layer, exitCode, signal, type, index, service, what, queue?, started? }, deadlineMs): what runs now on this
 // JS thread; false where the owner is older (then jsCloseBegin for closes).
 Napi::Value BindWatch(const Napi::CallbackInfo &info) {
   Napi::Env env = info.Env();
@@ -239,6 +239,8 @@ Napi::Value BindWatch(const Napi::CallbackInfo &info) {
     return v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : fallback;
   };
   const std::string layer = text("layer"), service = text("service"), what = text("what");
+  const bool has_queue = o.Get("queue").IsString();
+  const std::string queue = text("queue");
   const double ms = info.Length() > 1 && info[1].IsNumber() ? info[1].As<Napi::Number>().DoubleValue() : -1;
   devexit_watch_v1 w{};
   w.struct_size = sizeof w;
@@ -249,6 +251,8 @@ Napi::Value BindWatch(const Napi::CallbackInfo &info) {
   w.device.index = static_cast<uint32_t>(number("index", 0));
   w.service = service.c_str();
   w.what = what.c_str();
+  w.queue = has_queue ? queue.c_str() : nullptr;
+  w.started = static_cast<int32_t>(number("started", -1));
   // Not a finite, sane span (Infinity: no deadline): as far as the clock goes.
   w.deadline_ns = ms >= 0 && ms < 9.0e12 ? Host()->now_ns() + static_cast<int64_t>(ms * 1e6) : INT64_MAX;
   Host()->watch(&w);

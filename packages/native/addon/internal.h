@@ -95,6 +95,8 @@ void MarkExiting();
 void BeginShutdown();
 const volatile uint32_t *ExitingFlag();
 size_t PendingCount();
+// The registrations not yet taken, as report lines of `layer` (outcome and error left to the caller).
+std::vector<ReportLine> PendingLines(const std::string &layer);
 const devexit_registry_v1 *OwnTable();
 const devexit_host_v1 *OwnHostTable();
 

@@ -158,6 +158,22 @@ size_t PendingCount() {
   return r.entries.size();
 }
 
+std::vector<ReportLine> PendingLines(const std::string &layer) {
+  Registrations &r = Reg();
+  std::vector<ReportLine> out;
+  std::lock_guard<std::mutex> lock(r.mu);
+  out.reserve(r.entries.size());
+  r.entries.ForEach([&](const KeyTable::Record &rec, std::string_view service, size_t) {
+    ReportLine line;
+    line.type = rec.type;
+    line.index = rec.index;
+    line.service = std::string(service);
+    line.layer = layer;
+    out.push_back(std::move(line));
+  });
+  return out;
+}
+
 const volatile uint32_t *ExitingFlag() { return reinterpret_cast<const volatile uint32_t *>(&Reg().exiting); }
 
 const devexit_registry_v1 *OwnTable() {

@@ -4,6 +4,9 @@
 // flushed and the process ends with the program's exit code (or, for a shutdown a signal began,
 // by that signal), so neither an endless close nor an endless observer can hang the end.
 #include <condition_variable>
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <thread>
 
@@ -34,27 +37,58 @@ struct WatchState {
   int64_t start_ns = 0;
   bool warned = false;        // the watchdog spoke for the current watch
   bool warned_since = false;  // ... for this session
+  bool quiet = false;         // the current watch passed the deadline after the session's warning
+  // The JS closes of the session's run (when its core said), and how many of them started.
+  std::vector<ReportLine> queue;
+  size_t started = 0;
 };
 WatchState &W() {
   static WatchState &w = *new WatchState();
   return w;
 }
 
-std::string DeadlineText(const WatchState &w, int64_t now) {
-  std::string out;
+// The closes that have not started: the run's JS closes after the current one, then the native
+// closes still registered (they run after the JS ones).
+std::vector<ReportLine> NotStarted(const WatchState &w) {
+  std::vector<ReportLine> out;
+  for (size_t i = w.started; i < w.queue.size(); i++) {
+    out.push_back(w.queue[i]);
+    out.back().layer = w.current.layer;
+  }
+  for (ReportLine &line : PendingLines(w.current.layer)) out.push_back(std::move(line));
+  for (ReportLine &line : out) {
+    line.outcome = "timeout";
+    line.error = "not started before the deadline";
+  }
+  return out;
+}
+
+// The deadline's warning. ending: the process ends now, so the closes that have not started get
+// their report lines here (each close has one), recorded and printed before the warning.
+std::string DeadlineText(const WatchState &w, int64_t now, bool ending) {
+  std::vector<ReportLine> lines;
   if (w.current.has_line) {
     ReportLine line = w.current.line;
     line.ms = (now - w.start_ns) / 1e6;
     line.outcome = "timeout";
     line.error = w.current.what + " still running at the deadline";
-    out = ReportText({line}, true);
+    lines.push_back(std::move(line));
   }
+  const std::vector<ReportLine> waiting = NotStarted(w);
+  if (ending) lines.insert(lines.end(), waiting.begin(), waiting.end());
+  std::string out = ReportText(lines, true);
+  if (ending) RecordReport(lines);
   out += "devexit: closing services took longer than " + TimeoutText() + "; still running: ";
   if (w.current.has_line) out += ServiceName(w.current.line.type, w.current.line.index, w.current.line.service) + " (";
   out += w.current.what;
   if (w.current.has_line) out += ")";
-  const size_t native = PendingCount();
-  if (native > 0) out += ", and " + std::to_string(native) + " native close(s) not started";
+  if (!waiting.empty()) {
+    constexpr size_t kNamed = 8;
+    out += "; not started: ";
+    for (size_t i = 0; i < waiting.size() && i < kNamed; i++)
+      out += (i ? ", " : "") + ServiceName(waiting[i].type, waiting[i].index, waiting[i].service);
+    if (waiting.size() > kNamed) out += " and " + std::to_string(waiting.size() - kNamed) + " more";
+  }
   if (w.current.exit_code < 0 && w.current.signal <= 0) return out + "; continuing: closeServices() never ends the process\n";
   if (OnTimeoutPolicy() != kTimeoutExit) return out + "; continuing (" + PolicyText() + ")\n";
   if (w.current.signal > 0)
@@ -77,12 +111,18 @@ void WatchLoop() {
       continue;
     }
     w.warned = true;
-    w.warned_since = true;
-    const std::string text = DeadlineText(w, now);
     const bool exit_policy = OnTimeoutPolicy() == kTimeoutExit;
     const int signal = exit_policy ? w.current.signal : 0;
     const bool end = exit_policy && (signal > 0 || w.current.exit_code >= 0);
     const int code = w.current.exit_code;
+    // Going on past the deadline ('warn', closeServices()), each later close starts late: the
+    // session's one warning said so, and each close's report line says it timed out.
+    if (!end && w.warned_since) {
+      w.quiet = true;
+      continue;
+    }
+    w.warned_since = true;
+    const std::string text = DeadlineText(w, now, signal > 0 || end);
     lock.unlock();
     WriteStderr(text);
     if (signal > 0) QuickExitBySignal(signal);
@@ -104,6 +144,8 @@ void StartThread(WatchState &w) {
 // Starts (or goes on with) this thread's session; the deadline given, else the timeout from now.
 void Begin(WatchState &w, int64_t deadline_ns) {
   if (!w.session || w.owner != std::this_thread::get_id()) {
+    w.queue.clear();
+    w.started = 0;
     w.session = true;
     w.owner = std::this_thread::get_id();
     w.warned_since = false;
@@ -112,10 +154,31 @@ void Begin(WatchState &w, int64_t deadline_ns) {
     w.deadline_ns = deadline_ns;
   }
   w.warned = false;
+  w.quiet = false;
   w.start_ns = NowNs();
   w.running = true;
   StartThread(w);
   w.cv.notify_all();
+}
+
+// A watch's queue: lines "<type>\t<index>\t<service>\n" (see devexit_watch_v1).
+std::vector<ReportLine> ParseQueue(const char *text) {
+  std::vector<ReportLine> out;
+  const char *p = text;
+  while (*p) {
+    const char *end = strchr(p, '\n');
+    if (!end) end = p + strlen(p);
+    const std::string line(p, end);
+    p = *end ? end + 1 : end;
+    const size_t a = line.find('\t'), b = a == std::string::npos ? a : line.find('\t', a + 1);
+    if (b == std::string::npos) continue;
+    ReportLine r;
+    r.type = static_cast<uint16_t>(strtoul(line.c_str(), nullptr, 10));
+    r.index = static_cast<uint32_t>(strtoul(line.c_str() + a + 1, nullptr, 10));
+    r.service = line.substr(b + 1);
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
 }  // namespace
@@ -156,13 +219,16 @@ void Watch(const devexit_watch_v1 *watch) {
   w.current.line.layer = w.current.layer;
   if (watch->what && watch->what[0]) w.current.what = watch->what;
   Begin(w, watch->deadline_ns > 0 ? watch->deadline_ns : INT64_MAX);
+  if (watch->struct_size < offsetof(devexit_watch_v1, started) + sizeof watch->started) return;
+  if (watch->queue) w.queue = ParseQueue(watch->queue);
+  if (watch->started >= 0) w.started = static_cast<size_t>(watch->started);
 }
 
 int Unwatch() {
   WatchState &w = W();
   std::lock_guard<std::mutex> lock(w.mu);
   w.running = false;
-  if (w.warned) return 2;
+  if (w.warned && !w.quiet) return 2;
   return w.session && NowNs() > w.deadline_ns ? 1 : 0;
 }
 

@@ -70,6 +70,14 @@ typedef struct devexit_watch_v1 {
   const char *service;
   const char *what;
   int64_t deadline_ns; /* absolute, on the registry's monotonic clock (now_ns) */
+  /* ---- added later: read only when struct_size covers them ---- */
+  /* The JS closes of this thread's run, in the order they run: lines "<type>\t<index>\t<service>\n".
+   * NULL: unchanged (a new session without one has none). Copied. */
+  const char *queue;
+  /* How many of them started (this close included); < 0: unchanged. Where the watchdog ends the
+   * process, those not started get their report lines ("not started before the deadline"), as do
+   * the native closes still registered. */
+  int32_t started;
 } devexit_watch_v1;
 
 typedef struct devexit_host_v1 {

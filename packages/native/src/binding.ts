@@ -61,6 +61,8 @@ export interface BindingModule {
       index: number;
       service: string;
       what: string;
+      queue?: string;
+      started?: number;
     },
     deadlineMs: number,
   ): boolean;

@@ -75,6 +75,7 @@ const deadlineWarning = (what: string, code: number) =>
   new RegExp(
     `closing services took longer than 500 ms \\(DEVEXIT_TIMEOUT_MS=500\\); still running: ${what}.*; skipping library teardown: exiting with code ${code} \\(onTimeout 'exit', the default\\)`,
   );
+const notStarted = /^loop: timeout not started before the deadline$/;
 const jsOrder = (names: string[]) => new RegExp(names.map((n) => `js close ${n}\\n`).join('(.|\\n)*'));
 
 export const rows: Row[] = [
@@ -180,11 +181,60 @@ export const rows: Row[] = [
     expect: {
       code: 3,
       signal: null,
-      closes: { 'jsdev:0/stuck': 1 },
+      closes: { ...both, 'jsdev:0/stuck': 1 },
       layers: ['js-exit'],
-      failed: [/^stuck: timeout a JS close still running at the deadline$/],
+      failed: [/^stuck: timeout a JS close still running at the deadline$/, notStarted, notStarted],
       maxExitMs: 2000,
       stderr: [/js close stuck/, deadlineWarning('jsdev:0\\/stuck \\(a JS close\\)', 3)],
+    },
+  },
+  {
+    row: 'stuck-js-close-between',
+    name: 'a JS close stuck between two others, deadline 500 ms, process.exit(3): each close not started has its line',
+    fixture: 'engine.cjs',
+    env: fast,
+    reachesTeardown: true,
+    expect: {
+      code: 3,
+      signal: null,
+      closes: { ...both, 'jsdev:0/before': 1, 'jsdev:0/stuck': 1, 'jsdev:0/after': 1 },
+      layers: ['js-exit'],
+      failed: [
+        /^stuck: timeout a JS close still running at the deadline$/,
+        /^after: timeout not started before the deadline$/,
+        notStarted,
+        notStarted,
+      ],
+      maxExitMs: 2000,
+      stderr: [
+        jsOrder(['before', 'stuck']),
+        deadlineWarning(
+          'jsdev:0\\/stuck \\(a JS close\\); not started: jsdev:0\\/after, standin:[01]\\/loop, standin:[01]\\/loop',
+          3,
+        ),
+      ],
+      notStderr: [/js close after/],
+    },
+  },
+  {
+    row: 'stuck-js-close-between',
+    name: "the same with onTimeout 'warn', stuck 1 s: the closes after it run late, one warning",
+    fixture: 'engine.cjs',
+    env: { ...fast, DEVEXIT_ON_TIMEOUT: 'warn', STUCK_MS: '1000' },
+    reachesTeardown: true,
+    expect: {
+      code: 3,
+      signal: null,
+      closes: { ...both, 'jsdev:0/before': 1, 'jsdev:0/stuck': 1, 'jsdev:0/after': 1 },
+      layers: ['js-exit'],
+      failed: [
+        /^stuck: timeout a JS close still running at the deadline$/,
+        /^after: timeout finished after the deadline$/,
+      ],
+      stderr: [
+        jsOrder(['before', 'stuck', 'after']),
+        /^(?![\s\S]*closing services took longer[\s\S]*closing services took longer)[\s\S]*closing services took longer than 500 ms \(DEVEXIT_TIMEOUT_MS=500\); still running: jsdev:0\/stuck \(a JS close\); not started: jsdev:0\/after, standin:[01]\/loop, standin:[01]\/loop; continuing \(onTimeout 'warn' from DEVEXIT_ON_TIMEOUT=warn\)/,
+      ],
     },
   },
   {
@@ -196,9 +246,9 @@ export const rows: Row[] = [
     expect: {
       code: 3,
       signal: null,
-      closes: { 'jsdev:0/endless': 1 },
+      closes: { ...both, 'jsdev:0/endless': 1 },
       layers: ['js-exit'],
-      failed: [/^endless: timeout a JS close still running at the deadline$/],
+      failed: [/^endless: timeout a JS close still running at the deadline$/, notStarted, notStarted],
       maxExitMs: 2000,
       stderr: [/js close endless/, deadlineWarning('jsdev:0\\/endless \\(a JS close\\)', 3)],
     },
