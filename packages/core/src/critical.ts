@@ -43,10 +43,15 @@ function leave(): void {
     Atomics.notify(w, W_COUNT);
     // A stop waits for this: its wait ends on a later turn of the event loop, and its wake-up
     // message may still be queued, but the code after the section may never give the loop back
-    // (an idle pool worker blocks in Atomics.wait until its next task). The stop moves on before
-    // that code's next step (workerSide.ts: the closes run, the stopper is told).
+    // (an idle pool worker blocks in Atomics.wait until its next task: that wait runs the stop
+    // itself, workerSide.ts). The stop moves on once the promise reactions queued now have run
+    // (process.nextTick runs after the microtask queue drains), not before them: the code that
+    // awaited the section runs first, and it may call the binding again at once, outside any
+    // section, to read the result (@devexit/wgpu's getMappedRange() after mapAsync()). Told from
+    // a microtask, the stopper could end the thread in the middle of that call (an abort: 20/20
+    // runs of worker-fixtures --then-sync).
     const kick = threads?.kick;
-    if (kick) queueMicrotask(kick);
+    if (kick) process.nextTick(kick);
   }
 }
 

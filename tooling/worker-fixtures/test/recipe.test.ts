@@ -81,3 +81,21 @@ describe.each(BINDINGS)('devexit recipe: $name in 2 Workers', ({ binding }) => {
     ROW_TIMEOUT_MS,
   );
 });
+
+// The code that awaited a section may call the binding again at once, outside any section, to
+// read the result (as @devexit/wgpu reads a mapped buffer: getMappedRange() after mapAsync()). A
+// stop asked during the section moves on only after that code ran, never during its call: told
+// from a microtask queued as the section ended, 20/20 runs aborted on exit and on terminate.
+describe('devexit recipe: stand-in binding, a sync call right after each awaited one (--then-sync 30)', () => {
+  it.each(ENDINGS)(
+    `no abort on $name, each close once (${RUNS} runs)`,
+    async ({ ending }) => {
+      const results = await runFixture('standin-async', ending, 'devexit', model.file, RUNS, {
+        args: ['--ms', '100', '--then-sync', '30'],
+      });
+      console.log(`recipe then-sync ${ending}: ${tally(results)}`);
+      expect(results.map((r) => seen(r, ending))).toEqual(results.map((r) => expected(r, ending)));
+    },
+    ROW_TIMEOUT_MS,
+  );
+});
