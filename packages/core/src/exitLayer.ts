@@ -127,11 +127,34 @@ function afterExitListeners(): void {
 type Emit = (this: NodeJS.Process, event: string | symbol, ...args: unknown[]) => boolean;
 type ReallyExit = (this: NodeJS.Process, code?: number) => never;
 
+/**
+ * signal-exit's listeners on each signal (v4 and v3 keep a count of their loaded copies: one
+ * listener each). They end the process only where they are the signal's sole listeners (theirs
+ * re-raises it then), so they do not count as the application deciding how it ends: with them
+ * counted so, neither they nor devexit would end it (the process hung on SIGTERM until SIGKILL).
+ */
+function signalExitListeners(): number {
+  let n = 0;
+  for (const emitter of [
+    (globalThis as Record<symbol, unknown>)[Symbol.for('signal-exit emitter')],
+    (process as unknown as { __signal_exit_emitter__?: unknown }).__signal_exit_emitter__,
+  ]) {
+    const count = (emitter as { count?: unknown } | null | undefined)?.count;
+    if (typeof count === 'number' && count > 0) n += count;
+  }
+  return n;
+}
+
+/** Whether listeners of the application's (not devexit's one, not signal-exit's) are on `signal`. */
+export function appListensTo(signal: string): boolean {
+  return process.listenerCount(signal) - 1 - signalExitListeners() > 0;
+}
+
 /** Before a signal's listeners run: whether the application listens to it too (signals.ts). */
 function noteSignal(event: string | symbol): void {
   const state = coreState();
   if (typeof event !== 'string' || !state.signalListeners.has(event)) return;
-  state.appListens.set(event, process.listenerCount(event) > 1);
+  state.appListens.set(event, appListensTo(event));
 }
 
 /** Installs the layer's hooks once per realm; says so when one cannot be installed. */

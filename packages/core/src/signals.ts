@@ -1,4 +1,4 @@
-import { installExitHooks } from './exitLayer.js';
+import { appListensTo, installExitHooks } from './exitLayer.js';
 import { startShutdown } from './shutdown.js';
 import { coreState } from './state.js';
 import type { ShutdownSignal } from './types.js';
@@ -14,7 +14,12 @@ import type { ShutdownSignal } from './types.js';
  *   hook, else by devexit's listener, which is the first): if it does, devexit drains and closes
  *   and the application's handler decides how the process ends (it can `await shutdown()`).
  * - A second signal during the drain ends the process at once, by that signal (the application's
- *   own listeners, if any, decide instead).
+ *   own listeners, if any, decide instead); the same signal within SAME_SIGNAL_MS of the first is
+ *   that one delivered twice (a terminal's Ctrl-C and a wrapper passing it on) and changes nothing.
+ * - signal-exit's listeners are not the application's (appListensTo): devexit ends the process,
+ *   its raised signal reaching them last, so their handlers run and they end it by the signal.
+ * - Where the application listens, devexit's listeners go once the shutdown is done: a signal it
+ *   raises again after its cleanup then ends the process.
  * - Work the application submits meanwhile is refused (ERR_DEVEXIT_EXITING): uncaught, that
  *   refusal does not change how the process ends (quietRefusals).
  * - A close stuck past the deadline ends the process by the first signal (the native watchdog,
@@ -24,6 +29,9 @@ import type { ShutdownSignal } from './types.js';
  * hook every exit path themselves, which devexit's exit layer already owns; exit-hook also ends
  * the process with process.exit(128 + n) instead of by the signal.
  */
+
+/** A signal again within this many ms of the first is the same one delivered twice. */
+const SAME_SIGNAL_MS = 300;
 
 // If the raised signal does not end the process (it cannot be, unless something blocks it): the
 // code a shell would have shown.
@@ -74,11 +82,12 @@ function endBy(signal: NodeJS.Signals): void {
 }
 
 /**
- * While devexit ends the process by a signal, the application's work refused for it (a loop that
- * does not test isExiting() launches again once its read settled in the drain: ERR_DEVEXIT_EXITING,
- * thrown or rejected) would end the process with code 1 and a stack trace instead of by the
- * signal, which is what a process manager counts as a clean stop. That error alone is let go
- * then; any other is handled as without this listener (Node's own handling, on the next tick),
+ * Once a signal started the shutdown, the application's work refused for it (a loop that does not
+ * test isExiting() launches again once its read settled in the drain: ERR_DEVEXIT_EXITING, thrown
+ * or rejected) would end the process with code 1 and a stack trace instead of by the signal
+ * (what a process manager counts as a clean stop), or cut short the cleanup of an application
+ * that handles the signal itself (exit-hook, close-with-grace, terminus). That error alone is let
+ * go then; any other is handled as without this listener (Node's own handling, on the next tick),
  * and nothing is done where the application listens for uncaught errors itself.
  */
 function quietRefusals(): void {
@@ -97,20 +106,28 @@ function quietRefusals(): void {
 function onSignal(signal: NodeJS.Signals): void {
   const state = coreState();
   // Counted by the process.emit hook as the signal arrived; a runtime that bypassed the hook: now.
-  const appListens = state.appListens.get(signal) ?? process.listenerCount(signal) > 1;
+  const appListens = state.appListens.get(signal) ?? appListensTo(signal);
   state.appListens.delete(signal);
   const current = state.shutdown;
   if (current && !current.done && current.signal !== undefined) {
+    // The same signal again at once: one signal delivered twice (a Ctrl-C reaches the program
+    // from the terminal and again from a wrapper that passes it on: concurrently, timeout,
+    // nodemon), not a second one asking to hurry.
+    if (signal === state.signalAt?.signal && Date.now() - state.signalAt.at < SAME_SIGNAL_MS) return;
     // A second signal during the drain.
     if (appListens) current.hurry();
     else endBy(signal);
     return;
   }
   if (state.exitLayerRan) return; // the process is already exiting
+  state.signalAt = { signal, at: Date.now() };
   const run = startShutdown(true, signal);
-  if (!appListens) quietRefusals();
+  quietRefusals();
   const end = () => {
-    if (appListens) return; // the application's handler decides
+    // The application's handler decides. devexit's listeners go: its work is done, and a handler
+    // that raises the signal again once it cleaned up (terminus does) must end the process by
+    // it, not reach devexit's listener (the process then ended with code 0 when idle).
+    if (appListens) return removeAll();
     // One more turn of the loop first: completions already delivered settle their promises.
     setImmediate(() => endBy(signal));
   };

@@ -116,6 +116,8 @@ export interface CoreState {
   signalListeners: Map<string, (signal: NodeJS.Signals) => void>;
   /** Whether the application listened to a signal when it arrived (signal -> answer), see signals.ts. */
   appListens: Map<string, boolean>;
+  /** The signal that started the shutdown, and when (Date.now()): the same one again at once is a duplicate. */
+  signalAt?: { signal: string; at: number } | undefined;
   threads: ThreadsState | undefined;
   /** process.on('worker') is installed in this realm (threads.ts). */
   threadsArmed: boolean;

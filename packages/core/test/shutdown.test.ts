@@ -15,8 +15,13 @@ const env = (extra: Record<string, string> = {}) => {
 const run = (code: string, extra: Record<string, string> = {}) =>
   spawnSync(process.execPath, ['-e', code], { env: env(extra), encoding: 'utf8', cwd, timeout: 20_000 });
 
-/** Runs `code`, sends `signal` when it prints `ready`. */
-function runSignalled(code: string, signal: NodeJS.Signals, extra: Record<string, string> = {}) {
+/** Runs `code`, sends `signal` when it prints `ready` (and again `againMs` later, if given). */
+function runSignalled(
+  code: string,
+  signal: NodeJS.Signals,
+  extra: Record<string, string> = {},
+  againMs?: number,
+) {
   return new Promise<{ status: number | null; signal: string | null; stdout: string; stderr: string }>(
     (resolve) => {
       const child = spawn(process.execPath, ['-e', code], { env: env(extra), cwd });
@@ -28,6 +33,7 @@ function runSignalled(code: string, signal: NodeJS.Signals, extra: Record<string
         if (!sent && /^ready$/m.test(stdout)) {
           sent = true;
           child.kill(signal);
+          if (againMs !== undefined) setTimeout(() => child.kill(signal), againMs);
         }
       });
       child.stderr.setEncoding('utf8').on('data', (d: string) => {
@@ -246,6 +252,114 @@ describe('shutdown() with JS closes (child processes)', () => {
       shown: true,
     });
     expect(marks(r.stderr)).toContain('close a');
+  });
+
+  it.each([
+    [
+      'v4',
+      'signal-exit',
+      `require('signal-exit').onExit((code, sig) => mark('onExit ' + code + ' ' + sig));`,
+    ],
+    ['v3', 'signal-exit-3', `require('signal-exit-3')((code, sig) => mark('onExit ' + code + ' ' + sig));`],
+  ])(
+    'signal-exit %s loaded (as ora, execa and others load it): SIGTERM drains, closes, then signal-exit runs its handlers and the process ends by SIGTERM (3 runs)',
+    async (_v, _pkg, load) => {
+      // signal-exit ends the process only where its listeners are the signal's only ones: counted
+      // as the application's, neither it nor devexit ended it (hung until SIGKILL, 12/12).
+      for (const order of ['before', 'after']) {
+        const code =
+          order === 'before'
+            ? `${setup} ${load} core.configure({ signals: ['SIGTERM'] });`
+            : `${setup} core.configure({ signals: ['SIGTERM'] }); ${load}`;
+        const r = await runSignalled(
+          `${code} service('a', 100); setInterval(() => {}, 1000); console.log('ready');`,
+          'SIGTERM',
+        );
+        expect({ order, status: r.status, signal: r.signal }, r.stderr).toEqual({
+          order,
+          status: null,
+          signal: 'SIGTERM',
+        });
+        expect(
+          marks(r.stderr).filter((m) => !m.startsWith('onExit')),
+          r.stderr,
+        ).toEqual(['drain a', 'work done a', 'close a']);
+        expect(r.stderr).toMatch(/^onExit null SIGTERM$/m);
+      }
+    },
+  );
+
+  it('an application handler that cleans up after shutdown() and raises the signal again: the process ends by it, idle or not (3 runs)', async () => {
+    // As terminus does: the server (here a timer) is closed in the cleanup, then the signal is
+    // raised again. devexit's listener caught it, and the idle process ended with code 0.
+    for (const server of ['closed', 'kept']) {
+      for (let i = 0; i < 3; i++) {
+        const r = await runSignalled(
+          `${setup} core.configure({ signals: ['SIGTERM'] }); service('a', 100);
+           const server = setInterval(() => {}, 1000);
+           process.once('SIGTERM', async (sig) => {
+             await core.shutdown();
+             ${server === 'closed' ? 'clearInterval(server);' : ''}
+             await new Promise((r) => setTimeout(r, 50));
+             mark('app done');
+             process.kill(process.pid, sig);
+           });
+           console.log('ready');`,
+          'SIGTERM',
+        );
+        expect({ server, status: r.status, signal: r.signal }, r.stderr).toEqual({
+          server,
+          status: null,
+          signal: 'SIGTERM',
+        });
+        expect(marks(r.stderr)).toEqual(['drain a', 'work done a', 'close a']);
+        expect(r.stderr).toMatch(/^app done$/m);
+      }
+    }
+  });
+
+  it("an application that handles SIGTERM itself while a loop keeps submitting work: the refusal is let go, the application's cleanup ends the process (3 runs)", async () => {
+    for (let i = 0; i < 3; i++) {
+      // The uncaught refusal ended it with exit 1 and a stack, the cleanup cut short.
+      const r = await runSignalled(
+        `${setup} core.configure({ signals: ['SIGTERM'] }); service('a', 100);
+         process.on('SIGTERM', async () => { await new Promise((r) => setTimeout(r, 300)); mark('app done'); process.exit(0); });
+         (async () => { for (;;) await core.critical(() => new Promise((r) => setTimeout(r, 5))); })();
+         console.log('ready');`,
+        'SIGTERM',
+      );
+      expect(
+        { status: r.status, signal: r.signal, refusalShown: /ERR_DEVEXIT_EXITING/.test(r.stderr) },
+        r.stderr,
+      ).toEqual({ status: 0, signal: null, refusalShown: false });
+      expect(marks(r.stderr)).toEqual(['drain a', 'work done a', 'close a']);
+      expect(r.stderr).toMatch(/^app done$/m);
+    }
+  });
+
+  it('the same SIGTERM delivered twice at once (a Ctrl-C from the terminal and from a wrapper passing it on): drained as for one, ended by SIGTERM (3 runs)', async () => {
+    for (let i = 0; i < 3; i++) {
+      const r = await runSignalled(
+        `${setup} core.configure({ signals: ['SIGTERM'] }); service('a', 200); setInterval(() => {}, 1000); console.log('ready');`,
+        'SIGTERM',
+        {},
+        5,
+      );
+      expect({ status: r.status, signal: r.signal }, r.stderr).toEqual({ status: null, signal: 'SIGTERM' });
+      // As a second signal it cut the drain short: no 'work done a'.
+      expect(marks(r.stderr)).toEqual(['drain a', 'work done a', 'close a']);
+    }
+  });
+
+  it('a second SIGTERM later during the drain still cuts it short and ends the process (the control)', async () => {
+    const r = await runSignalled(
+      `${setup} core.configure({ signals: ['SIGTERM'] }); service('a', 5000); setInterval(() => {}, 1000); console.log('ready');`,
+      'SIGTERM',
+      {},
+      600,
+    );
+    expect({ status: r.status, signal: r.signal }, r.stderr).toEqual({ status: null, signal: 'SIGTERM' });
+    expect(marks(r.stderr)).not.toContain('work done a');
   });
 
   it('configure({ signals: [] }) removes the listeners: SIGTERM ends the process at once, nothing closed (the control)', async () => {

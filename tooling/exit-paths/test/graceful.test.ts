@@ -32,11 +32,22 @@ describe('signals with a stuck close: bounded by the deadline, ended by the sign
         expect(exitLatency(r), show(r)).toBeLessThan(5000);
         expect(marks(r), show(r)).toEqual(['close stuck']);
         expect(r.stderr, show(r)).toMatch(
-          /still running: wgpu:0\/stuck \(a JS close\); ending the process by signal 15/,
+          /still running: wgpu:0\/stuck \(a JS close\); not started: wgpu:0\/quick; ending the process by signal 15/,
         );
-        // The stuck close has its one report line (the watchdog's); quick never ran: the process ended first.
-        expect(closeCounts(r.report), show(r)).toEqual({ 'wgpu:0/stuck': 1 });
-        expect(r.report[0], show(r)).toMatchObject({ layer: 'shutdown', outcome: 'timeout' });
+        // Each close has its one report line, the watchdog's: quick never ran (the process ended first).
+        expect(closeCounts(r.report), show(r)).toEqual({ 'wgpu:0/stuck': 1, 'wgpu:0/quick': 1 });
+        expect(r.report[0], show(r)).toMatchObject({
+          service: 'stuck',
+          layer: 'shutdown',
+          outcome: 'timeout',
+          error: 'a JS close still running at the deadline',
+        });
+        expect(r.report[1], show(r)).toMatchObject({
+          service: 'quick',
+          layer: 'shutdown',
+          outcome: 'timeout',
+          error: 'not started before the deadline',
+        });
       }
     },
   );
