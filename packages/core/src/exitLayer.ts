@@ -157,6 +157,29 @@ function noteSignal(event: string | symbol): void {
   state.appListens.set(event, appListensTo(event));
 }
 
+/**
+ * Once a signal started the shutdown (signals.ts), the application's work refused for it (a loop
+ * that does not test isExiting() launches again once its read settled in the drain:
+ * ERR_DEVEXIT_EXITING, thrown or rejected) is the expected end of that work, not an error: it
+ * would end the process with code 1 and a stack trace instead of by the signal (what a process
+ * manager counts as a clean stop), cut short the cleanup of an application that handles the signal
+ * itself, or reach an error monitor's listener (Sentry's ends the process with code 1). Such an
+ * error is handled here, before any listener: Node asks process.emit for 'uncaughtException'
+ * (after 'uncaughtExceptionMonitor') and 'unhandledRejection', and a true answer means handled.
+ */
+function refusalLetGo(event: string | symbol, error: unknown): boolean {
+  if (
+    event !== 'uncaughtException' &&
+    event !== 'unhandledRejection' &&
+    event !== 'uncaughtExceptionMonitor'
+  ) {
+    return false;
+  }
+  return (
+    coreState().signalAt !== undefined && (error as { code?: unknown } | null)?.code === 'ERR_DEVEXIT_EXITING'
+  );
+}
+
 /** Installs the layer's hooks once per realm; says so when one cannot be installed. */
 export function installExitHooks(): void {
   const state = coreState();
@@ -178,6 +201,7 @@ export function installExitHooks(): void {
           afterExitListeners();
         }
       }
+      if (refusalLetGo(event, args[0])) return true;
       noteSignal(event);
       return emit.call(this, event, ...args);
     };

@@ -21,7 +21,8 @@ import type { ShutdownSignal } from './types.js';
  * - Where the application listens, devexit's listeners go once the shutdown is done: a signal it
  *   raises again after its cleanup then ends the process.
  * - Work the application submits meanwhile is refused (ERR_DEVEXIT_EXITING): uncaught, that
- *   refusal does not change how the process ends (quietRefusals).
+ *   refusal does not change how the process ends, and no 'uncaughtException' or
+ *   'unhandledRejection' listener sees it (the exit layer's refusalLetGo).
  * - A close stuck past the deadline ends the process by the first signal (the native watchdog,
  *   with @devexit/native loaded: JS cannot interrupt a synchronous close).
  *
@@ -81,28 +82,6 @@ function endBy(signal: NodeJS.Signals): void {
   setTimeout(() => process.exit(128 + signalNumber(signal)), FALLBACK_EXIT_MS);
 }
 
-/**
- * Once a signal started the shutdown, the application's work refused for it (a loop that does not
- * test isExiting() launches again once its read settled in the drain: ERR_DEVEXIT_EXITING, thrown
- * or rejected) would end the process with code 1 and a stack trace instead of by the signal
- * (what a process manager counts as a clean stop), or cut short the cleanup of an application
- * that handles the signal itself (exit-hook, close-with-grace, terminus). That error alone is let
- * go then; any other is handled as without this listener (Node's own handling, on the next tick),
- * and nothing is done where the application listens for uncaught errors itself.
- */
-function quietRefusals(): void {
-  if (process.listenerCount('uncaughtException') > 0) return;
-  const onUncaught = (err: unknown): void => {
-    if ((err as { code?: unknown } | null)?.code === 'ERR_DEVEXIT_EXITING') return;
-    process.removeListener('uncaughtException', onUncaught);
-    if (process.listenerCount('uncaughtException') > 0) return; // the application's now
-    process.nextTick(() => {
-      throw err;
-    });
-  };
-  process.on('uncaughtException', onUncaught);
-}
-
 function onSignal(signal: NodeJS.Signals): void {
   const state = coreState();
   // Counted by the process.emit hook as the signal arrived; a runtime that bypassed the hook: now.
@@ -121,8 +100,8 @@ function onSignal(signal: NodeJS.Signals): void {
   }
   if (state.exitLayerRan) return; // the process is already exiting
   state.signalAt = { signal, at: Date.now() };
+  // From here the application's work refused for the shutdown is let go (exitLayer.ts).
   const run = startShutdown(true, signal);
-  quietRefusals();
   const end = () => {
     // The application's handler decides. devexit's listeners go: its work is done, and a handler
     // that raises the signal again once it cleaned up (terminus does) must end the process by

@@ -337,6 +337,51 @@ describe('shutdown() with JS closes (child processes)', () => {
     }
   });
 
+  it.each([
+    [
+      'an async loop',
+      `(async () => { for (;;) await core.critical(() => new Promise((r) => setTimeout(r, 5))); })();`,
+    ],
+    ['a timer', `setInterval(() => core.critical(() => 0), 5);`],
+  ])(
+    "error monitors listen (as Sentry's: report, then exit 1 where it is the only uncaughtException listener): SIGTERM while %s keeps submitting work: no listener sees the refusal, the process ends by SIGTERM; an error of the application's still reaches them (3 runs)",
+    async (_name, loop) => {
+      // Where any uncaughtException listener was on, the refusal reached it: exit 1 (6/6).
+      const monitor = `
+        process.on('uncaughtExceptionMonitor', (e) => mark('seen monitor ' + e.message));
+        process.on('unhandledRejection', (e) => mark('seen rejection ' + e.message));
+        process.on('uncaughtException', (e) => { mark('seen uncaught ' + e.message); process.exit(1); });`;
+      const seen = (stderr: string) => stderr.split('\n').filter((l) => l.startsWith('seen '));
+      for (let i = 0; i < 3; i++) {
+        const r = await runSignalled(
+          `${setup} core.configure({ signals: ['SIGTERM'] }); service('a', 100); ${monitor} ${loop} console.log('ready');`,
+          'SIGTERM',
+        );
+        expect({ status: r.status, signal: r.signal, seen: seen(r.stderr) }, r.stderr).toEqual({
+          status: null,
+          signal: 'SIGTERM',
+          seen: [],
+        });
+        expect(marks(r.stderr)).toEqual(['drain a', 'work done a', 'close a']);
+      }
+      // Not every error: the application's own, thrown and rejected during the drain, reach them.
+      const r = await runSignalled(
+        `${setup} core.configure({ signals: ['SIGTERM'] }); service('a', 300); ${monitor}
+         core.closeAtExit(dev, 'b', () => mark('close b'), { drain: () => {
+           Promise.reject(new Error('own rejection'));
+           setTimeout(() => { throw new Error('own bug'); }, 50);
+         } });
+         ${loop} console.log('ready');`,
+        'SIGTERM',
+      );
+      expect({ status: r.status, signal: r.signal, seen: seen(r.stderr) }, r.stderr).toEqual({
+        status: 1,
+        signal: null,
+        seen: ['seen rejection own rejection', 'seen monitor own bug', 'seen uncaught own bug'],
+      });
+    },
+  );
+
   it('the same SIGTERM delivered twice at once (a Ctrl-C from the terminal and from a wrapper passing it on): drained as for one, ended by SIGTERM (3 runs)', async () => {
     for (let i = 0; i < 3; i++) {
       const r = await runSignalled(
