@@ -198,10 +198,18 @@ export function drive(run: CloseRun): void {
     if (native && (run.explicit || mainThread())) {
       // The native report is read only when someone needs it: at exit it costs a parse.
       const keep = run.explicit || observed('close') || observed('exitEnd');
+      // An exit during shutdown()'s native closes: the ones the engine finished are reported
+      // here too (state.nativeAsync), not those of a closeServices() meanwhile (reported then).
+      const pending = coreState().nativeAsync;
+      coreState().nativeAsync = undefined;
       const before = keep ? native.report().length : 0;
       native.closeAll(run.layer, run.markExiting, run.exitCode);
       if (keep) {
-        const added = native.report().slice(before);
+        const report = native.report();
+        const finished = pending
+          ? report.slice(pending.from, before).filter((e) => e.layer === pending.layer)
+          : [];
+        const added = [...finished, ...report.slice(before)];
         run.entries.push(...added);
         if (observed('close'))
           observe(run, 'an observer of devexit:service:close', () => {

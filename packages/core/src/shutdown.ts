@@ -224,9 +224,12 @@ async function runShutdown(
   });
   const entries = [...finishRun(closeRun)];
   if (nativeHere && native) {
+    state.nativeAsync = { from: native.report().length, layer: SHUTDOWN_LAYER };
     const asynchronous = native.closeAsync?.(SHUTDOWN_LAYER, Math.max(0, deadline - Date.now()));
+    if (!asynchronous) state.nativeAsync = undefined;
     if (asynchronous) {
       const nativeEntries = await asynchronous;
+      state.nativeAsync = undefined;
       for (const entry of nativeEntries) reportClosed(entry);
       entries.push(...nativeEntries);
     } else {

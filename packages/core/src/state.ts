@@ -118,6 +118,12 @@ export interface CoreState {
   appListens: Map<string, boolean>;
   /** The signal that started the shutdown, and when (Date.now()): the same one again at once is a duplicate. */
   signalAt?: { signal: string; at: number } | undefined;
+  /**
+   * While shutdown()'s native closes run on the close engine (closeAsync): where the native report
+   * stood when they began, and their layer. An exit meanwhile reports the closes the engine
+   * finished too: their results reach JS only when the promise settles, which the exit never sees.
+   */
+  nativeAsync?: { from: number; layer: string } | undefined;
   threads: ThreadsState | undefined;
   /** process.on('worker') is installed in this realm (threads.ts). */
   threadsArmed: boolean;

@@ -340,6 +340,36 @@ describe('diagnostics (child processes)', () => {
     expect(lines(r, 'read ')).toEqual(['read 19']);
   });
 
+  it(`process.exit(3) during shutdown()'s closes: each close still reaches the subscriber once, whichever finished it (${testRuns(16)} runs)`, async () => {
+    // The native closes' results reach JS when shutdown()'s promise settles, which an exit never
+    // sees: the ones the close engine finished before it had no message (4/20).
+    for (const ms of [0, 5, 10, 20]) {
+      for (const r of await runMany(testRuns(4), {
+        script: fixture('channels.cjs'),
+        env: { FIXTURE_EXIT_MS: String(ms) },
+        timeoutMs: 30_000,
+      })) {
+        expect(summary(r), show(r)).toMatchObject({
+          code: 3,
+          signal: null,
+          crashed: false,
+          closes: { 'cpu:0/queue': 1 },
+        });
+        const closes = channelMessages(r).filter((m) => m.name === 'devexit:service:close');
+        expect(
+          closes.map((m) => `${m.message.service} ${m.message.layer}`),
+          show(r),
+        ).toEqual([`queue ${queueCloses(r)[0]!.layer}`]);
+        // And once in the end messages: the shutdown's, if it got there, else the exit's.
+        const ends = channelMessages(r).filter((m) => m.name === 'devexit:exit:end');
+        expect(
+          ends.map((m) => m.message.closes as number).reduce((a, b) => a + b, 0),
+          show(r),
+        ).toBe(1);
+      }
+    }
+  });
+
   it('NODE_DEBUG=devexit prints the register and close lines (and nothing without it)', async () => {
     const r = await runChild({
       script: fixture('channels.cjs'),
