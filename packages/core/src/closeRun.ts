@@ -5,7 +5,7 @@ import { formatReportLine } from './report.js';
 import { settings } from './settings.js';
 import { type CloseRun, coreState, type JsEntry } from './state.js';
 import { mainThread, nowMs } from './thread.js';
-import { setNeeds } from './threads.js';
+import { publishNeeds } from './threads.js';
 import type { CloseReportEntry } from './types.js';
 
 /**
@@ -227,7 +227,6 @@ export function startRun(options: RunOptions): CloseRun {
   if (options.markExiting) markRealmExiting();
   const queue = [...state.entries.values()];
   state.entries.clear();
-  setNeeds(0);
   queue.sort((a, b) => a.type - b.type || a.index - b.index || b.seq - a.seq);
   const native = state.native;
   // Only JS closes use the deadline and the report mode here (native ones have their own): with
@@ -256,13 +255,17 @@ export function startRun(options: RunOptions): CloseRun {
     entries: [],
   };
   state.run = run;
+  publishNeeds();
   return run;
 }
 
 /** The run is over: it stops being the realm's current run, and its watch session ends. */
 export function endRun(run: CloseRun): void {
   const state = coreState();
-  if (state.run === run) state.run = undefined;
+  if (state.run === run) {
+    state.run = undefined;
+    publishNeeds();
+  }
   if (run.watched) state.native?.endWatch?.();
 }
 

@@ -8,7 +8,7 @@ import { realmSettings } from './settings.js';
 import { installSignals } from './signals.js';
 import { coreState } from './state.js';
 import { mainThread } from './thread.js';
-import { setNeeds } from './threads.js';
+import { publishNeeds } from './threads.js';
 import type { CloseReportEntry, NativeBridge } from './types.js';
 import { checkOptions, invalidType } from './validate.js';
 
@@ -71,7 +71,7 @@ export function closeAtExit(
     seq: ++state.seq,
     drain,
   });
-  setNeeds(state.entries.size);
+  publishNeeds();
   armExit();
   reportRegistered(id, serviceType, 'js');
   return true;
@@ -86,7 +86,7 @@ export function forgetClose(device: DeviceId, serviceType: string): boolean {
   checkName(serviceType, 'serviceType');
   const state = coreState();
   const dropped = state.entries.delete(key(id.type, id.index, serviceType));
-  if (dropped) setNeeds(state.entries.size);
+  if (dropped) publishNeeds();
   const nativeDropped = state.native ? state.native.forget(id.type, id.index, serviceType) === 0 : false;
   return dropped || nativeDropped;
 }

@@ -82,6 +82,11 @@ export interface ThreadsState {
   kick: (() => void) | undefined;
   /** In a Worker: the stop in progress (once). */
   stopping: Promise<void> | undefined;
+  /**
+   * In a Worker: the code of a process.exit() called with a section open while a shutdown's stop
+   * ran; the exit happens once that shutdown's part ended (workerSide.ts).
+   */
+  exitAsked?: number;
   /** The name of the last critical section entered here (published in `own`), for a report. */
   lastName: string | undefined;
   /** The last unnamed section's function, whose name is read only when needed. */

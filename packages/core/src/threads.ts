@@ -107,10 +107,16 @@ export function threadsState(): ThreadsState {
   return state.threads;
 }
 
-/** Tells this thread's stopper whether it has JS closes to run (where it can be stopped). */
-export function setNeeds(n: number): void {
-  const t = coreState().threads;
-  if (t) Atomics.store(t.own, W_NEEDS, n);
+/**
+ * Tells this thread's stopper whether it has JS closes to run (where it can be stopped): those
+ * registered, and a run of them in progress. A run empties the registry as it starts; until it
+ * ends, a stopper must still wait for this thread (a Worker that ended itself runs its closes in
+ * its exit layer: ended by its stopper's exit meanwhile, it would be torn down inside one).
+ */
+export function publishNeeds(): void {
+  const state = coreState();
+  const t = state.threads;
+  if (t) Atomics.store(t.own, W_NEEDS, state.entries.size + (state.run ? 1 : 0));
 }
 
 /** This thread's id (0 on the main thread). */

@@ -91,7 +91,12 @@ function runStop(deadline: number, self?: number): Promise<void> {
       // A later stop (the process exiting) finds the closes done, and answers at once; one asked
       // while this shutdown ran (its word replaced ours) is answered now.
       t.stopping = undefined;
-      if (Atomics.load(own, W_STOP) !== STOP_SHUTDOWN) void runStop(deadline);
+      if (Atomics.load(own, W_STOP) !== STOP_SHUTDOWN) {
+        // An exit asked meanwhile: the stopper's, or this Worker's own (which keeps its code).
+        const asked = t.exitAsked;
+        t.exitAsked = undefined;
+        void runStop(asked === undefined ? deadline : Date.now() + settings().timeoutMs, asked);
+      }
       return;
     }
     markExiting();
@@ -156,10 +161,20 @@ function wrapExit(): void {
   const exit = function exit(code?: number | string | null): never {
     const t = threadsState();
     const asked = code === undefined || code === null ? undefined : Number(code);
-    if (t.stopping) return undefined as never;
+    const shutdown = t.stopping !== undefined && Atomics.load(t.own, W_STOP) === STOP_SHUTDOWN;
+    // An exit or terminate stop in progress ends the Worker already (the first code wins).
+    if (t.stopping && !shutdown) return undefined as never;
+    // No section open: the exit happens now, as without devexit (during a shutdown's stop too:
+    // its exit layer runs the closes the shutdown had not run yet, and tells the stopper).
     if (Atomics.load(t.own, W_COUNT) === 0)
       return (realExit as (code?: number) => never).call(process, asked);
     const final = asked ?? Number(process.exitCode ?? 0);
+    if (shutdown) {
+      // Put off until the shutdown's part ended (runStop runs the exit after it, with this code).
+      if (t.exitAsked === undefined) t.exitAsked = final;
+      Atomics.compareExchange(t.own, W_STOP, STOP_SHUTDOWN, STOP_EXIT);
+      return undefined as never;
+    }
     Atomics.compareExchange(t.own, W_STOP, 0, STOP_EXIT);
     void runStop(Date.now() + settings().timeoutMs, final);
     return undefined as never;

@@ -1,0 +1,102 @@
+import { join } from 'node:path';
+import { type ChildResult, runMany, testRuns } from '@devexit/testkit';
+import { describe, expect, it } from 'vitest';
+import { aborted } from './workerRuns.js';
+
+// Workers that end themselves while something else ends too (fixtures/selfEnding.cjs), with the
+// stand-in binding (node-addon-api, C++ exceptions: a call whose environment is torn down under
+// it aborts the process).
+const script = join(__dirname, '..', 'fixtures', 'selfEnding.cjs');
+const RUNS = testRuns(10);
+const show = (r: ChildResult) =>
+  `code ${r.code} signal ${r.signal} timedOut ${r.timedOut}\n${r.stdout}\n${r.stderr.slice(-1500)}`;
+const run = (kind: string, gap: number, mode = 'devexit', runs = RUNS) =>
+  runMany(runs, { script, args: [kind, String(gap), mode], timeoutMs: 30_000 });
+const lines = (r: ChildResult, re: RegExp) => r.stdout.split('\n').filter((l) => re.test(l));
+
+describe("a Worker's close still running when main exits (stand-in binding)", () => {
+  // The Worker ended itself; its exit layer had emptied its registry, and main took it for a
+  // Worker with nothing to close: Node tore it down inside the close's native work (SIGABRT 10/10).
+  it.each([0, 20, 60])(
+    `the Worker's process.exit(0), main's ${'%i'} ms later, during a 200 ms native close: main waits for it, exit 0, the close ends (${RUNS} runs)`,
+    async (gap) => {
+      for (const r of await run('slow-close', gap)) {
+        expect(
+          { aborted: aborted(r), code: r.code, signal: r.signal, timedOut: r.timedOut },
+          show(r),
+        ).toEqual({
+          aborted: false,
+          code: 0,
+          signal: null,
+          timedOut: false,
+        });
+        expect(lines(r, /^close (start|ran) /), show(r)).toEqual(['close start outer', 'close ran outer']);
+      }
+    },
+  );
+
+  // The outer Worker waited for its inner ones in its exit layer: main skipped it, and its close
+  // was lost with no report line (7-8 of 10 runs).
+  it.each([0, 10, 60])(
+    `nested: the outer Worker's process.exit(0) while its two inner Workers are in calls, main's ${'%i'} ms later: exit 0, all three closes once (${RUNS} runs)`,
+    async (gap) => {
+      for (const r of await run('nested', gap)) {
+        expect(
+          { aborted: aborted(r), code: r.code, signal: r.signal, timedOut: r.timedOut },
+          show(r),
+        ).toEqual({
+          aborted: false,
+          code: 0,
+          signal: null,
+          timedOut: false,
+        });
+        const ran = lines(r, /^close ran /).map((l) => l.replace(/ \d+$/, ''));
+        expect(ran.sort(), show(r)).toEqual(['close ran inner', 'close ran inner', 'close ran outer']);
+      }
+    },
+  );
+
+  it(`control: without devexit (the release in the Worker's 'exit' listener) it aborts (${testRuns(5)} runs, every one)`, async () => {
+    for (const r of await run('slow-close', 20, 'none', testRuns(5))) {
+      expect(aborted(r), show(r)).toBe(true);
+    }
+  });
+});
+
+describe("a Worker's process.exit(5) during main's shutdown() (stand-in binding)", () => {
+  // The exit was dropped while the shutdown's stop ran: the Worker never ended (kept alive like a
+  // server: hung 10/10) or ended with 0.
+  it.each([
+    ['where the refusal of its next section is caught (no section open)', 'shutdown-refused'],
+    [
+      'on a message 100 ms into the shutdown (a section open: put off until the drain ended)',
+      'shutdown-message',
+    ],
+  ])(
+    `%s: the Worker ends with 5 after its close ran once, the shutdown resolves, main ends 0 (${RUNS} runs)`,
+    async (_, kind) => {
+      for (const r of await run(kind, 0)) {
+        expect(
+          { aborted: aborted(r), code: r.code, signal: r.signal, timedOut: r.timedOut },
+          show(r),
+        ).toEqual({
+          aborted: false,
+          code: 0,
+          signal: null,
+          timedOut: false,
+        });
+        expect(lines(r, /^(close ran|exit event|shutdown done)/).sort(), show(r)).toEqual([
+          'close ran service',
+          'exit event 5',
+          'shutdown done',
+        ]);
+      }
+    },
+  );
+
+  it(`control: without devexit, the Worker's process.exit(5) with a call in flight aborts (${testRuns(5)} runs, every one)`, async () => {
+    for (const r of await run('shutdown-message', 0, 'none', testRuns(5))) {
+      expect(aborted(r), show(r)).toBe(true);
+    }
+  });
+});
