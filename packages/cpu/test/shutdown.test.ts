@@ -107,6 +107,51 @@ describe('shutdown() together with a device close: one drain, nothing lost (chil
   });
 });
 
+describe("shutdown()'s deadline with launches still queued: dropped counts the commands (child processes)", () => {
+  // 100 launches (then a read), shutdown() with a 150 ms deadline that runs a few dozen of them.
+  // The queue sends what one synchronous run made as one batch: the report said dropped: 1 for a
+  // whole batch queued (70 launches and the read never ran, found by a sweep), and nothing for the
+  // rest of the batch it was running: with no read after the batch, "drained: true, dropped: 0".
+  const run = async (how: string) => {
+    const results = await runMany(testRuns(4), {
+      script: fixture('droppedCount.cjs'),
+      args: [how],
+      env: { DEVEXIT_TIMEOUT_MS: '150' },
+      timeoutMs: 60_000,
+    });
+    return results.map((r) => {
+      expect({ code: r.code, signal: r.signal }, show(r)).toEqual({ code: 0, signal: null });
+      const [entry] = JSON.parse(lines(r, 'report ')[0]?.slice('report '.length) ?? '[]') as Array<{
+        drained: boolean;
+        dropped: number;
+      }>;
+      expect(entry, show(r)).toMatchObject({ service: 'queue', drained: false });
+      return { r, dropped: entry?.dropped ?? 0 };
+    });
+  };
+
+  it('the batch alone, no read after it: drained false, dropped between 2 and 100 (4 runs)', async () => {
+    for (const { r, dropped } of await run('only')) {
+      expect(dropped, show(r)).toBeGreaterThanOrEqual(2);
+      expect(dropped, show(r)).toBeLessThanOrEqual(100);
+    }
+  });
+
+  it.each([
+    ['made in one synchronous run (one batch)', 'batch'],
+    ['made one per turn', 'turns'],
+  ])(
+    '%s, then a read: drained false, dropped between 2 and 101, the read rejects (4 runs)',
+    async (_, how) => {
+      for (const { r, dropped } of await run(how)) {
+        expect(lines(r, 'read '), show(r)).toEqual(['read failed ERR_DEVEXIT_DEVICE_CLOSED']);
+        expect(dropped, show(r)).toBeGreaterThanOrEqual(2);
+        expect(dropped, show(r)).toBeLessThanOrEqual(101);
+      }
+    },
+  );
+});
+
 describe('DEVEXIT_SIGNALS with a busy cpu device (child processes)', () => {
   for (const [signal, status] of [
     ['SIGTERM', 143],

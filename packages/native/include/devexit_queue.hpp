@@ -188,10 +188,24 @@ class QueueService : public Service<QueueCommand> {
             OnExecuteFailed(batch_command_, e.what());
           }
         }
+        if (dropping()) {
+          size_t rest = 0;
+          while (reader.Next(&batch_command_)) rest++;
+          CutShort(rest);
+        }
         GiveBackWords(std::move(c.words));
         break;
       }
     }
+  }
+
+  size_t CommandsIn(const QueueCommand &c) const override {
+    if (c.op != QueueOp::kBatch) return 1;
+    BatchReader reader(c.words.data(), c.words.size());
+    QueueCommand each;
+    size_t n = 0;
+    while (reader.Next(&each)) n++;
+    return n;
   }
 
   void OnExecuteFailed(QueueCommand &c, const char *what) override {

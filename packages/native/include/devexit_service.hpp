@@ -294,7 +294,13 @@ class ServiceThread {
       running_rest_.clear();
     }
     Join();
-    if (dropped_count) *dropped_count = dropped.size();
+    if (dropped_count) {
+      // In commands as the application made them: a queued batch counts what it holds, and the
+      // one the thread was running when the drop came counts what it did not reach.
+      size_t n = cut_short_.exchange(0, std::memory_order_acq_rel);
+      for (const Command &c : dropped) n += CommandsIn(c);
+      *dropped_count = n;
+    }
     for (Command &c : dropped) OnDropped(c, ctx);
     return true;  // `dropped` is destroyed here, after the join
   }
@@ -355,6 +361,12 @@ class ServiceThread {
   // On the closing thread, after the join: a command that was never executed. Settle its
   // promise if ctx.js_alive; its memory goes with it.
   virtual void OnDropped(Command &c, const CloseContext &ctx) {}
+
+  // How many of the application's commands `c` holds (a batch: several), for a drop's count.
+  virtual size_t CommandsIn(const Command &c) const { return 1; }
+  // On the service thread: a command that stopped early for a drop (dropping()) says how many of
+  // the commands it holds it did not run; the close's dropped count includes them.
+  void CutShort(size_t commands) { cut_short_.fetch_add(commands, std::memory_order_acq_rel); }
 
   // On the service thread: Execute threw (out of memory, most likely). The queue goes on.
   virtual void OnExecuteFailed(Command &c, const char *what) {}
@@ -459,6 +471,7 @@ class ServiceThread {
   bool stop_ = false;
   bool idle_ = false;
   std::atomic<bool> drop_{false};
+  std::atomic<size_t> cut_short_{0};
   std::atomic<bool> closing_with_js_{false};
   std::string start_error_;
   std::unique_ptr<std::thread> thread_;
