@@ -18,7 +18,8 @@ export const BUILTIN_DEVICE_TYPES: Readonly<Record<string, number>> = Object.fre
 );
 const FIRST_DYNAMIC_TYPE = 16;
 
-const NAME_RULE = "a non-empty name of at most 64 letters, digits, '.', '_', ':' or '-'";
+const NAME_RULE =
+  "a non-empty name of at most 64 letters, digits, '.', '_', ':' or '-', starting with a letter or digit";
 
 export function checkName(value: unknown, argument: string): string {
   if (typeof value !== 'string') throw invalidType(argument, NAME_RULE, value);

@@ -130,6 +130,8 @@ export function parseEnvInteger(
     return undefined;
   }
   const n = Number(value);
+  // 0 written with leading zeros is the off word's 0 too.
+  if (n === 0 && range.offValue !== undefined) return range.offValue;
   if (n < range.min || n > range.max) {
     const clamped = n < range.min ? range.min : range.max;
     warnings.push(

@@ -72,6 +72,10 @@ describe('DEVEXIT_* grammar (parseSettings)', () => {
     ['100', 100, 'DEVEXIT_TIMEOUT_MS=100'],
     [' 100', 100, 'DEVEXIT_TIMEOUT_MS=100'],
     ['0', TIMEOUT_MS_RANGE.max, 'DEVEXIT_TIMEOUT_MS=0'],
+    // Leading zeros: still 0, the off value (it was clamped up to 1 ms, the opposite extreme).
+    ['00', TIMEOUT_MS_RANGE.max, 'DEVEXIT_TIMEOUT_MS=00'],
+    [' 000 ', TIMEOUT_MS_RANGE.max, 'DEVEXIT_TIMEOUT_MS=000'],
+    ['0100', 100, 'DEVEXIT_TIMEOUT_MS=0100'],
     ['off', TIMEOUT_MS_RANGE.max, 'DEVEXIT_TIMEOUT_MS=off'],
   ])('DEVEXIT_TIMEOUT_MS=%j is %d ms', (value, ms, source) => {
     expect(parseSettings({ DEVEXIT_TIMEOUT_MS: value })).toMatchObject({

@@ -89,6 +89,15 @@ describe('bad input changes no state', () => {
     }
     expect(Object.getPrototypeOf(BUILTIN_DEVICE_TYPES)).toBe(null);
   });
+
+  it('a name must start with a letter or digit, and the message says so', () => {
+    for (const name of ['__proto__', '_x', '.a', ':a', '-a']) {
+      const err = thrown(() => deviceType(name));
+      expect(err.code, name).toBe('ERR_INVALID_ARG_VALUE');
+      expect(err.message, name).toContain('starting with a letter or digit');
+    }
+    expect(typeof deviceType('a_.:-b')).toBe('number');
+  });
 });
 
 // Issue 18: one validator. formatDeviceId(NaN) printed "typeundefined:undefined" and paths with a

@@ -159,11 +159,19 @@ function prebuild(spec: AddonSpec): AddonAttempt[] {
 }
 
 /**
+ * The path the addon's variable names, trimmed as every DEVEXIT_* value is; blank is unset (the
+ * local build and the prebuild are tried then).
+ */
+function envOverride(spec: AddonSpec): string | undefined {
+  return process.env[spec.envVar]?.trim() || undefined;
+}
+
+/**
  * Where the addon may be, in the order the loader tries: the env override (when set, the only
  * candidate), else the local builds, then the prebuild in the platform package.
  */
 export function addonCandidates(spec: AddonSpec): AddonAttempt[] {
-  const override = process.env[spec.envVar];
+  const override = envOverride(spec);
   if (override) return [{ kind: 'env', where: override }];
   return [...localBuilds(spec), ...prebuild(spec)];
 }
@@ -188,7 +196,7 @@ export function loadedAddons(): Record<string, string> {
  * `DevexitError` with code `ERR_DEVEXIT_UNAVAILABLE`; a load failure keeps its `cause`.
  */
 export function loadAddon<T>(spec: AddonSpec): T {
-  const override = process.env[spec.envVar];
+  const override = envOverride(spec);
   const attempts: AddonAttempt[] = override ? [{ kind: 'env', where: override }] : localBuilds(spec);
   for (let i = 0; i < attempts.length; i++) {
     const attempt = attempts[i] as AddonAttempt;
@@ -316,7 +324,7 @@ function identify(
 }
 
 function notFound(spec: AddonSpec): string {
-  return process.env[spec.envVar] ? `${spec.envVar} names a file that does not exist` : 'not found';
+  return envOverride(spec) ? `${spec.envVar} names a file that does not exist` : 'not found';
 }
 
 const LABEL: Record<AddonAttempt['kind'], string> = {
@@ -352,7 +360,7 @@ function loadMessage(spec: AddonSpec, attempts: AddonAttempt[], what: string): s
         'of GCC >= 12 (GLIBCXX_3.4.30); on an older system build from source (below)',
     );
   }
-  if (process.env[spec.envVar]) {
+  if (envOverride(spec)) {
     lines.push(`  - point ${spec.envVar} at a built ${spec.name}.node, or unset it`);
   }
   if (pkg) {
@@ -366,6 +374,6 @@ function loadMessage(spec: AddonSpec, attempts: AddonAttempt[], what: string): s
     `  - or build from source: npx devexit-build ${owner} (from @devexit/native; needs python3, make, ` +
       'a C++17 compiler, node-gyp and node-addon-api)',
   );
-  if (!process.env[spec.envVar]) lines.push(`  - or point ${spec.envVar} at a built ${spec.name}.node`);
+  if (!envOverride(spec)) lines.push(`  - or point ${spec.envVar} at a built ${spec.name}.node`);
   return lines.join('\n');
 }

@@ -193,6 +193,22 @@ describe('loadAddon', () => {
     expect(err.message).toContain(`  - point ${ENV} at a built thing.node, or unset it`);
   });
 
+  it('the env override is trimmed as every DEVEXIT_* value is; blank is unset', () => {
+    const { root, spec } = layout();
+    roots.push(root);
+    const native = join(__dirname, '..', 'build', 'Release', 'devexit_native.node');
+    process.env[ENV] = `  ${native}\n`;
+    expect(addonCandidates(spec)).toEqual([{ kind: 'env', where: native }]);
+    expect(loadAddon<{ closeAll: unknown }>({ ...spec, exports: ['closeAll'] }).closeAll).toBeTypeOf(
+      'function',
+    );
+    process.env[ENV] = ' \t ';
+    expect(addonCandidates(spec).map((a) => a.kind)).toEqual(['build', 'build', 'prebuild']);
+    const err = thrown(() => loadAddon(spec));
+    expect(err.message).not.toContain(ENV + ' names');
+    expect(err.message).toContain(`  - or point ${ENV} at a built thing.node`);
+  });
+
   it('platformPackages: false (a test double): no prebuild is looked for or offered', () => {
     const { root, spec } = layout({ platform: 'bogus' });
     roots.push(root);
