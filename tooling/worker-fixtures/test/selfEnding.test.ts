@@ -13,6 +13,14 @@ const show = (r: ChildResult) =>
 const run = (kind: string, gap: number, mode = 'devexit', runs = RUNS) =>
   runMany(runs, { script, args: [kind, String(gap), mode], timeoutMs: 30_000 });
 const lines = (r: ChildResult, re: RegExp) => r.stdout.split('\n').filter((l) => re.test(l));
+/** The process ended by itself with 0: no abort, no signal, no hang. */
+const expectEndedZero = (r: ChildResult) =>
+  expect({ aborted: aborted(r), code: r.code, signal: r.signal, timedOut: r.timedOut }, show(r)).toEqual({
+    aborted: false,
+    code: 0,
+    signal: null,
+    timedOut: false,
+  });
 
 describe("a Worker's close still running when main exits (stand-in binding)", () => {
   // The Worker ended itself; its exit layer had emptied its registry, and main took it for a
@@ -21,15 +29,7 @@ describe("a Worker's close still running when main exits (stand-in binding)", ()
     `the Worker's process.exit(0), main's ${'%i'} ms later, during a 200 ms native close: main waits for it, exit 0, the close ends (${RUNS} runs)`,
     async (gap) => {
       for (const r of await run('slow-close', gap)) {
-        expect(
-          { aborted: aborted(r), code: r.code, signal: r.signal, timedOut: r.timedOut },
-          show(r),
-        ).toEqual({
-          aborted: false,
-          code: 0,
-          signal: null,
-          timedOut: false,
-        });
+        expectEndedZero(r);
         expect(lines(r, /^close (start|ran) /), show(r)).toEqual(['close start outer', 'close ran outer']);
       }
     },
@@ -41,15 +41,7 @@ describe("a Worker's close still running when main exits (stand-in binding)", ()
     `nested: the outer Worker's process.exit(0) while its two inner Workers are in calls, main's ${'%i'} ms later: exit 0, all three closes once (${RUNS} runs)`,
     async (gap) => {
       for (const r of await run('nested', gap)) {
-        expect(
-          { aborted: aborted(r), code: r.code, signal: r.signal, timedOut: r.timedOut },
-          show(r),
-        ).toEqual({
-          aborted: false,
-          code: 0,
-          signal: null,
-          timedOut: false,
-        });
+        expectEndedZero(r);
         const ran = lines(r, /^close ran /).map((l) => l.replace(/ \d+$/, ''));
         expect(ran.sort(), show(r)).toEqual(['close ran inner', 'close ran inner', 'close ran outer']);
       }
@@ -76,15 +68,7 @@ describe("a Worker's process.exit(5) during main's shutdown() (stand-in binding)
     `%s: the Worker ends with 5 after its close ran once, the shutdown resolves, main ends 0 (${RUNS} runs)`,
     async (_, kind) => {
       for (const r of await run(kind, 0)) {
-        expect(
-          { aborted: aborted(r), code: r.code, signal: r.signal, timedOut: r.timedOut },
-          show(r),
-        ).toEqual({
-          aborted: false,
-          code: 0,
-          signal: null,
-          timedOut: false,
-        });
+        expectEndedZero(r);
         expect(lines(r, /^(close ran|exit event|shutdown done)/).sort(), show(r)).toEqual([
           'close ran service',
           'exit event 5',
