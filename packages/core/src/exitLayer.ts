@@ -79,7 +79,15 @@ function onExit(code: unknown, how: 'process.exit' | 'process.reallyExit'): void
   const exitCode = exitCodeOf(code);
   if (state.run && !state.run.done) {
     state.exitLayerRan = true;
-    continueRun(state.run, exitCode, how);
+    const run = state.run;
+    continueRun(run, exitCode, how);
+    if (!mainThread()) {
+      // A close exited: the thread ends here, and the frames of the run it interrupted never
+      // resume. The stopper gets the entries, and stops waiting for this thread at once.
+      if (state.threads) tellStopper(run);
+      endRun(run);
+      if (how === 'process.reallyExit') afterExitListeners();
+    }
     return;
   }
   if (state.exitLayerRan) return;

@@ -35,6 +35,16 @@ describe("a Worker's close still running when main exits (stand-in binding)", ()
     },
   );
 
+  // A close that exits ends the Worker inside the run: its words said "closes to run" until
+  // main's deadline (3 s), and main reported the close as not run (found by a sweep).
+  it(`the same close then calling process.exit(7), main's exit 20 ms later: no wait to the deadline, no "closes not run" (${RUNS} runs)`, async () => {
+    for (const r of await run('close-exits', 20)) {
+      expectEndedZero(r);
+      expect(lines(r, /^close (start|ran) /), show(r)).toEqual(['close start outer']);
+      expect(r.stderr, show(r)).not.toContain('closes not run');
+    }
+  });
+
   // The outer Worker waited for its inner ones in its exit layer: main skipped it, and its close
   // was lost with no report line (7-8 of 10 runs).
   it.each([0, 10, 60])(
