@@ -175,7 +175,10 @@ function wrapExit(): void {
       Atomics.compareExchange(t.own, W_STOP, STOP_SHUTDOWN, STOP_EXIT);
       return undefined as never;
     }
-    Atomics.compareExchange(t.own, W_STOP, 0, STOP_EXIT);
+    // A shutdown's word left from a shutdown that ended, or from this Worker's own shutdown():
+    // the exit replaces it (as a stopper's exit does), else runStop would take it for a shutdown.
+    if (Atomics.compareExchange(t.own, W_STOP, 0, STOP_EXIT) === STOP_SHUTDOWN)
+      Atomics.compareExchange(t.own, W_STOP, STOP_SHUTDOWN, STOP_EXIT);
     void runStop(Date.now() + settings().timeoutMs, final);
     return undefined as never;
   };

@@ -88,6 +88,19 @@ describe("a Worker's process.exit(5) during main's shutdown() (stand-in binding)
     },
   );
 
+  // The Worker's own shutdown() left its word saying "shutdown": the exit asked after it was run as
+  // that shutdown again, and the Worker (kept alive by an interval) never ended (hung 10/10).
+  it(`its own shutdown(), then process.exit(5) at once with its call in a section: its close runs once, it ends with 5, main ends 0 (${RUNS} runs)`, async () => {
+    for (const r of await run('own-shutdown', 0)) {
+      expectEndedZero(r);
+      expect(lines(r, /^(close ran|exit event|shutdown done)/).sort(), show(r)).toEqual([
+        'close ran service',
+        'exit event 5',
+        'shutdown done',
+      ]);
+    }
+  });
+
   it(`control: without devexit, the Worker's process.exit(5) with a call in flight aborts (${testRuns(5)} runs, every one)`, async () => {
     for (const r of await run('shutdown-message', 0, 'none', testRuns(5))) {
       expect(aborted(r), show(r)).toBe(true);
