@@ -45,6 +45,12 @@ export interface RealmShutdown {
   nativeCloses?: boolean;
   /** Date.now() of the drain's deadline (the stopper's); default: the timeout from now. */
   deadline?: number;
+  /**
+   * Stop this realm's descendant Workers too (default). False in a shutdown a stopper asked for:
+   * its list holds every descendant already (each reports to it), so this realm waiting for them
+   * again would report their closes twice, and wait for a report they posted before it listened.
+   */
+  workers?: boolean;
 }
 
 /**
@@ -206,7 +212,7 @@ async function runShutdown(
   const deadline = realm.deadline ?? Date.now() + (run.hurried ? 0 : timeoutMs);
   const nativeHere = realm.nativeCloses !== false && native !== undefined;
   // Workers drain and close on their threads meanwhile; the native closes wait for their JS ones.
-  const workers = shutdownWorkers(state, nativeHere, deadline);
+  const workers = realm.workers === false ? undefined : shutdownWorkers(state, nativeHere, deadline);
   const [drained, sectionsDone] = await Promise.all([
     drainJs(state, run.hurried ? 0 : deadline - Date.now(), stop),
     sectionsEnded(run.hurried ? Date.now() : deadline),

@@ -79,6 +79,7 @@ function runStop(deadline: number, self?: number): Promise<void> {
       const run = startShutdown(true, undefined, {
         nativeCloses: Atomics.load(own, W_NATIVE) === 0,
         deadline,
+        workers: false,
       });
       const entries = await run.promise.catch(() => []);
       try {

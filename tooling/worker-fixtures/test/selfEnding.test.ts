@@ -107,3 +107,18 @@ describe("a Worker's process.exit(5) during main's shutdown() (stand-in binding)
     }
   });
 });
+
+describe("main's shutdown() with nested Workers (stand-in binding)", () => {
+  // The outer Worker, asked to shut down, stopped its inner Worker again: the inner's entry came
+  // twice in main's report (12/12), and where the inner had reported before the outer listened the
+  // outer waited its whole deadline (3 s) and main said it did not answer (1 of 5).
+  it(`main -> outer -> inner, each with a close: one entry each, ok, no wait to the deadline (${RUNS} runs)`, async () => {
+    for (const r of await run('nested-shutdown', 0)) {
+      expectEndedZero(r);
+      expect(lines(r, /^close ran /).sort(), show(r)).toEqual(['close ran inner', 'close ran outer']);
+      const report = lines(r, /^report /)[0]?.slice('report '.length).split(' ').sort();
+      expect(report, show(r)).toEqual(['inner:ok', 'outer:ok']);
+      expect(r.stderr, show(r)).not.toContain('did not answer');
+    }
+  });
+});
