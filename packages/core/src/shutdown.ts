@@ -51,6 +51,12 @@ export interface RealmShutdown {
    * again would report their closes twice, and wait for a report they posted before it listened.
    */
   workers?: boolean;
+  /**
+   * Asked by a stopper (a Worker's shutdown from its main thread or parent Worker): a section of
+   * this realm still open at the deadline is left to the stopper, which sees it in this thread's
+   * words and ends the process by its own signal and exit code.
+   */
+  byStopper?: boolean;
 }
 
 /**
@@ -219,17 +225,24 @@ async function runShutdown(
   ]);
   const workersStuck = workers ? await workers.stuck : [];
   workers?.stop();
+  // A section of this realm still open at the deadline: its native work is in flight, and a close
+  // run now could free what it uses. No close runs here; the process ends below (or, with
+  // onTimeout 'warn', they run at exit).
+  const closing = sectionsDone;
   // This realm's JS closes first (a native close that exits cannot skip them), bounded by the
   // watchdog: a stuck one ends the process by the signal that started the shutdown.
-  const closeRun = startRun({
-    layer: SHUTDOWN_LAYER,
-    markExiting: true,
-    signal: signo,
-    drained,
-    nativeCloses: false,
-  });
-  const entries = [...finishRun(closeRun)];
-  if (nativeHere && native) {
+  const entries: CloseReportEntry[] = [];
+  if (closing) {
+    const closeRun = startRun({
+      layer: SHUTDOWN_LAYER,
+      markExiting: true,
+      signal: signo,
+      drained,
+      nativeCloses: false,
+    });
+    entries.push(...finishRun(closeRun));
+  }
+  if (closing && nativeHere && native) {
     state.nativeAsync = { from: native.report().length, layer: SHUTDOWN_LAYER };
     const asynchronous = native.closeAsync?.(SHUTDOWN_LAYER, Math.max(0, deadline - Date.now()));
     if (!asynchronous) state.nativeAsync = undefined;
@@ -257,7 +270,7 @@ async function runShutdown(
     );
   const stuck = [...workersStuck];
   const t = state.threads;
-  if (!sectionsDone && t) {
+  if (!sectionsDone && t && !realm.byStopper) {
     stuck.push({
       threadId: ownThreadIdSafe(),
       open: Atomics.load(t.own, W_COUNT),

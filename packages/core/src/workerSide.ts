@@ -80,6 +80,7 @@ function runStop(deadline: number, self?: number): Promise<void> {
         nativeCloses: Atomics.load(own, W_NATIVE) === 0,
         deadline,
         workers: false,
+        byStopper: true,
       });
       const entries = await run.promise.catch(() => []);
       try {

@@ -116,9 +116,48 @@ describe("main's shutdown() with nested Workers (stand-in binding)", () => {
     for (const r of await run('nested-shutdown', 0)) {
       expectEndedZero(r);
       expect(lines(r, /^close ran /).sort(), show(r)).toEqual(['close ran inner', 'close ran outer']);
-      const report = lines(r, /^report /)[0]?.slice('report '.length).split(' ').sort();
+      const report = lines(r, /^report /)[0]
+        ?.slice('report '.length)
+        .split(' ')
+        .sort();
       expect(report, show(r)).toEqual(['inner:ok', 'outer:ok']);
       expect(r.stderr, show(r)).not.toContain('did not answer');
     }
   });
+});
+
+describe("a Worker's section still open at the deadline of main's shutdown (stand-in binding, DEVEXIT_TIMEOUT_MS=300)", () => {
+  // The Worker's shutdown ran its closes at the deadline under the 5 s native call (60/60, found by
+  // a sweep), and ended the process itself: with code 0 where a signal started the shutdown, or by
+  // SIGKILL where @devexit/native was loaded in the main thread only.
+  const stuck = (kind: string, where: string) =>
+    runMany(RUNS, {
+      script,
+      args: [kind, '0', 'devexit', '-', where],
+      env: { DEVEXIT_TIMEOUT_MS: '300', DEVEXIT_SIGNALS: 'SIGTERM' },
+      ...(kind === 'stuck-signal' ? { signalOnReady: 'SIGTERM' as const } : {}),
+      timeoutMs: 30_000,
+    });
+  it.each([
+    ['shutdown()', 'stuck-shutdown', 'both', { code: 0, signal: null }],
+    ['shutdown(), @devexit/native in main only', 'stuck-shutdown', 'main-only', { code: 0, signal: null }],
+    ['SIGTERM', 'stuck-signal', 'both', { code: null, signal: 'SIGTERM' }],
+    ['SIGTERM, @devexit/native in main only', 'stuck-signal', 'main-only', { code: null, signal: 'SIGTERM' }],
+  ])(
+    `%s: the process ends at the deadline as the stopper says, the Worker's close does not run under the call (${RUNS} runs)`,
+    async (_, kind, where, end) => {
+      for (const r of await stuck(kind, where)) {
+        expect(
+          { aborted: aborted(r), code: r.code, signal: r.signal, timedOut: r.timedOut },
+          show(r),
+        ).toEqual({
+          aborted: false,
+          ...end,
+          timedOut: false,
+        });
+        expect(lines(r, /^(close|section ended|shutdown done)/), show(r)).toEqual([]);
+        expect(r.stderr, show(r)).toContain("Worker 1 (1 open, the last entered: 'long')");
+      }
+    },
+  );
 });
