@@ -407,6 +407,33 @@ describe('shutdown() with JS closes (child processes)', () => {
     expect(marks(r.stderr)).not.toContain('work done a');
   });
 
+  it("the application listens to SIGTERM and ignores a second one: that one skips the rest of the drain, the closes run, the application's handler ends the process (3 runs)", async () => {
+    for (let i = 0; i < 3; i++) {
+      const r = await runSignalled(
+        `${setup} core.configure({ signals: ['SIGTERM'] }); service('a', 5000); setInterval(() => {}, 1000);
+         let n = 0;
+         process.on('SIGTERM', async () => {
+           if (++n > 1) return mark('result second ignored');
+           const entries = await core.shutdown();
+           mark('result drained ' + entries.map((e) => e.drained).join());
+           process.exit(7);
+         });
+         console.log('ready');`,
+        'SIGTERM',
+        {},
+        600,
+      );
+      expect({ status: r.status, signal: r.signal }, r.stderr).toEqual({ status: 7, signal: null });
+      expect(marks(r.stderr), r.stderr).toEqual([
+        'drain a',
+        'drain aborted a',
+        'result second ignored',
+        'close a',
+        'result drained false',
+      ]);
+    }
+  });
+
   it('configure({ signals: [] }) removes the listeners: SIGTERM ends the process at once, nothing closed (the control)', async () => {
     const r = await runSignalled(
       `${setup} core.configure({ signals: ['SIGTERM'] }); core.configure({ signals: [] }); service('a', 100);
