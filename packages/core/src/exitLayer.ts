@@ -2,20 +2,16 @@ import { continueRun, drive, endRun, observeRun, startRun } from './closeRun.js'
 import { observed, reportExitEnd, reportExitStart } from './diagnostics.js';
 import { settings, warnOnce } from './settings.js';
 import { type CloseRun, coreState } from './state.js';
+import { endStuck, reportStuck, reportUnanswered, stopSync, unanswered } from './stopThreads.js';
 import { mainThread, nowMs } from './thread.js';
 import {
-  endStuck,
   GONE,
   listen,
   ownThreadId,
   type Report,
-  reportStuck,
-  reportUnanswered,
   STOP_EXIT,
   sayBye,
-  stopSync,
   targets,
-  unanswered,
   W_STATE,
   W_STOP,
 } from './threads.js';

@@ -6,23 +6,9 @@ import { ServiceCloseError } from './errors.js';
 import { markExiting } from './exiting.js';
 import { settings } from './settings.js';
 import { type CoreState, coreState, type JsEntry, type ShutdownRun } from './state.js';
+import { endStuck, reportStuck, reportUnanswered, type Stuck, stopAsync, unanswered } from './stopThreads.js';
 import { mainThread, nowMs, workerThreads } from './thread.js';
-import {
-  DRAINED,
-  endStuck,
-  GONE,
-  onReport,
-  reportStuck,
-  reportUnanswered,
-  STOP_SHUTDOWN,
-  type Stuck,
-  stopAsync,
-  targets,
-  unanswered,
-  W_COUNT,
-  W_STATE,
-  W_STOP,
-} from './threads.js';
+import { DRAINED, GONE, onReport, STOP_SHUTDOWN, targets, W_COUNT, W_STATE, W_STOP } from './threads.js';
 import type { CloseReportEntry } from './types.js';
 import { checkOptions, invalidType } from './validate.js';
 
@@ -46,15 +32,12 @@ export interface RealmShutdown {
   /** Date.now() of the drain's deadline (the stopper's); default: the timeout from now. */
   deadline?: number;
   /**
-   * Stop this realm's descendant Workers too (default). False in a shutdown a stopper asked for:
-   * its list holds every descendant already (each reports to it), so this realm waiting for them
-   * again would report their closes twice, and wait for a report they posted before it listened.
-   */
-  workers?: boolean;
-  /**
-   * Asked by a stopper (a Worker's shutdown from its main thread or parent Worker): a section of
-   * this realm still open at the deadline is left to the stopper, which sees it in this thread's
-   * words and ends the process by its own signal and exit code.
+   * Asked by a stopper (a Worker's shutdown from its main thread or parent Worker). Its list holds
+   * every descendant of this realm already (each reports to it), so they are not stopped again
+   * here (their closes would be reported twice, and a report posted before this realm listened
+   * waited for until the deadline). A section of this realm still open at the deadline is left to
+   * the stopper too: it sees it in this thread's words and ends the process by its own signal
+   * and exit code.
    */
   byStopper?: boolean;
 }
@@ -218,7 +201,7 @@ async function runShutdown(
   const deadline = realm.deadline ?? Date.now() + (run.hurried ? 0 : timeoutMs);
   const nativeHere = realm.nativeCloses !== false && native !== undefined;
   // Workers drain and close on their threads meanwhile; the native closes wait for their JS ones.
-  const workers = realm.workers === false ? undefined : shutdownWorkers(state, nativeHere, deadline);
+  const workers = realm.byStopper ? undefined : shutdownWorkers(state, nativeHere, deadline);
   const [drained, sectionsDone] = await Promise.all([
     drainJs(state, run.hurried ? 0 : deadline - Date.now(), stop),
     sectionsEnded(run.hurried ? Date.now() : deadline),
@@ -228,11 +211,10 @@ async function runShutdown(
   // A section of this realm still open at the deadline: its native work is in flight, and a close
   // run now could free what it uses. No close runs here; the process ends below (or, with
   // onTimeout 'warn', they run at exit).
-  const closing = sectionsDone;
   // This realm's JS closes first (a native close that exits cannot skip them), bounded by the
   // watchdog: a stuck one ends the process by the signal that started the shutdown.
   const entries: CloseReportEntry[] = [];
-  if (closing) {
+  if (sectionsDone) {
     const closeRun = startRun({
       layer: SHUTDOWN_LAYER,
       markExiting: true,
@@ -242,7 +224,7 @@ async function runShutdown(
     });
     entries.push(...finishRun(closeRun));
   }
-  if (closing && nativeHere && native) {
+  if (sectionsDone && nativeHere && native) {
     state.nativeAsync = { from: native.report().length, layer: SHUTDOWN_LAYER };
     const asynchronous = native.closeAsync?.(SHUTDOWN_LAYER, Math.max(0, deadline - Date.now()));
     if (!asynchronous) state.nativeAsync = undefined;

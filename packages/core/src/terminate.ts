@@ -1,20 +1,8 @@
 import { checkSignal, withAbort } from './abort.js';
 import { settings } from './settings.js';
+import { endStuck, reportStuck, reportUnanswered, stopAsync, unanswered } from './stopThreads.js';
 import { nowMs, workerThreads } from './thread.js';
-import {
-  endStuck,
-  knownWords,
-  listen,
-  reportStuck,
-  reportUnanswered,
-  STOP_EXIT,
-  STOP_TERMINATE,
-  stopAsync,
-  targets,
-  threadsState,
-  unanswered,
-  W_STOP,
-} from './threads.js';
+import { knownWords, listen, STOP_EXIT, STOP_TERMINATE, targets, threadsState, W_STOP } from './threads.js';
 import { checkOptions, invalidType } from './validate.js';
 import { originalTerminate, setGuardTerminate } from './workersGuard.js';
 

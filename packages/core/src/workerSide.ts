@@ -5,6 +5,7 @@ import { installExitHooks } from './exitLayer.js';
 import { settings } from './settings.js';
 import { startShutdown } from './shutdown.js';
 import { coreState, type ThreadsState } from './state.js';
+import { stopAsync } from './stopThreads.js';
 import { workerThreads } from './thread.js';
 import {
   announce,
@@ -19,13 +20,13 @@ import {
   onWho,
   ownThreadId,
   parentThread,
+  putStop,
   type Report,
   SEEN,
   STOP_EXIT,
   STOP_SHUTDOWN,
   STOP_TERMINATE,
   type StopMessage,
-  stopAsync,
   targets,
   tellChildrenParent,
   threadsState,
@@ -79,7 +80,6 @@ function runStop(deadline: number, self?: number): Promise<void> {
       const run = startShutdown(true, undefined, {
         nativeCloses: Atomics.load(own, W_NATIVE) === 0,
         deadline,
-        workers: false,
         byStopper: true,
       });
       const entries = await run.promise.catch(() => []);
@@ -174,13 +174,12 @@ function wrapExit(): void {
     if (shutdown) {
       // Put off until the shutdown's part ended (runStop runs the exit after it, with this code).
       if (t.exitAsked === undefined) t.exitAsked = final;
-      Atomics.compareExchange(t.own, W_STOP, STOP_SHUTDOWN, STOP_EXIT);
+      putStop(t.own, STOP_EXIT);
       return undefined as never;
     }
-    // A shutdown's word left from a shutdown that ended, or from this Worker's own shutdown():
-    // the exit replaces it (as a stopper's exit does), else runStop would take it for a shutdown.
-    if (Atomics.compareExchange(t.own, W_STOP, 0, STOP_EXIT) === STOP_SHUTDOWN)
-      Atomics.compareExchange(t.own, W_STOP, STOP_SHUTDOWN, STOP_EXIT);
+    // A shutdown's word left from a shutdown that ended, or from this Worker's own shutdown(), is
+    // replaced (as a stopper's exit does), else runStop would take the exit for a shutdown.
+    putStop(t.own, STOP_EXIT);
     void runStop(Date.now() + settings().timeoutMs, final);
     return undefined as never;
   };
@@ -230,7 +229,7 @@ export function armWorkerSide(): void {
  * default settings, blocks so until its next task). In a Worker, Atomics.wait is wrapped: a stop
  * already asked of the thread runs first (with no section open: its closes run); a wait outside
  * any section says so in the thread's words (W_BLOCKED), and its stopper stops waiting for it if
- * it stays blocked (threads.ts, blockedIdle). What the wait does and returns is the runtime's.
+ * it stays blocked (stopThreads.ts, blockedIdle). What the wait does and returns is the runtime's.
  */
 function wrapWait(t: ThreadsState): void {
   const original = atomicsWait();
