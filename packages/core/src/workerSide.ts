@@ -160,7 +160,10 @@ function onMessage(event: unknown): void {
  */
 function wrapExit(): void {
   realExit = process.exit as typeof realExit;
-  const exit = function exit(code?: number | string | null): never {
+  // `...args`: Node's exit() tells a call without an argument (process.exitCode stands: an
+  // uncaught error's 1, the application's own) from one with `undefined` (code 0).
+  const exit = function exit(...args: [code?: number | string | null]): never {
+    const code = args[0];
     const t = threadsState();
     const asked = code === undefined || code === null ? undefined : Number(code);
     const shutdown = t.stopping !== undefined && Atomics.load(t.own, W_STOP) === STOP_SHUTDOWN;
@@ -169,7 +172,7 @@ function wrapExit(): void {
     // No section open: the exit happens now, as without devexit (during a shutdown's stop too:
     // its exit layer runs the closes the shutdown had not run yet, and tells the stopper).
     if (Atomics.load(t.own, W_COUNT) === 0)
-      return (realExit as (code?: number) => never).call(process, asked);
+      return (realExit as (...a: typeof args) => never).apply(process, args);
     const final = asked ?? Number(process.exitCode ?? 0);
     if (shutdown) {
       // Put off until the shutdown's part ended (runStop runs the exit after it, with this code).

@@ -161,3 +161,29 @@ describe("a Worker's section still open at the deadline of main's shutdown (stan
     },
   );
 });
+
+// A Worker that loaded core ended with 0 where Node says 1 or the code set (10/10, found by a
+// sweep): core's process.exit in a Worker passed `undefined` on for a call without an argument,
+// which Node reads as code 0, and Node ends a Worker's uncaught error with such a call.
+describe("a Worker's own exit code, each way it ends itself", () => {
+  const codes = join(__dirname, '..', 'fixtures', 'workerCodes.cjs');
+  const expected = [
+    'throw-sync code 1',
+    'throw-timer code 1',
+    'rejection code 1',
+    'exitCode-exit code 5',
+    'exitCode-natural code 6',
+    'exit-string code 7',
+    'exit-undefined code 0',
+  ];
+  it(`with core loaded and a close registered in each Worker: the codes Node gives without devexit, each close once (${RUNS} runs)`, async () => {
+    const [plain] = await runMany(1, { script: codes, args: ['none'], timeoutMs: 30_000 });
+    expect(lines(plain, / code /), show(plain)).toEqual(expected);
+    for (const r of await runMany(RUNS, { script: codes, args: ['devexit'], timeoutMs: 30_000 })) {
+      expectEndedZero(r);
+      expect(lines(r, / code /), show(r)).toEqual(expected);
+      const closes = lines(r, /^close ran /).map((l) => l.slice('close ran '.length));
+      expect(closes, show(r)).toEqual(expected.map((l) => l.split(' ')[0]));
+    }
+  });
+});
