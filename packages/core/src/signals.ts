@@ -14,7 +14,8 @@ import type { ShutdownSignal } from './types.js';
  *   hook, else by devexit's listener, which is the first): if it does, devexit drains and closes
  *   and the application's handler decides how the process ends (it can `await shutdown()`).
  * - A second signal during the drain ends the process at once, by that signal (the application's
- *   own listeners, if any, decide instead); the same signal within SAME_SIGNAL_MS of the first is
+ *   own listeners then, if any, decide instead: a `once` one is gone after the first signal, and
+ *   the second ends the process, as without devexit); the same signal within SAME_SIGNAL_MS of the first is
  *   that one delivered twice (a terminal's Ctrl-C and a wrapper passing it on) and changes nothing.
  * - signal-exit's listeners are not the application's (appListensTo): devexit ends the process,
  *   its raised signal reaching them last, so their handlers run and they end it by the signal.

@@ -434,6 +434,27 @@ describe('shutdown() with JS closes (child processes)', () => {
     }
   });
 
+  // A sweep read the README's "a second signal is the application's too" for `once` listeners as
+  // well; Node's own default action ends the process there, and devexit keeps it.
+  it("the application's process.once('SIGTERM') handler awaits shutdown(); a second SIGTERM finds no listener of its: it ends the process at once by SIGTERM, as without devexit (3 runs)", async () => {
+    for (let i = 0; i < 3; i++) {
+      const r = await runSignalled(
+        `${setup} core.configure({ signals: ['SIGTERM'] }); service('a', 5000); setInterval(() => {}, 1000);
+         process.once('SIGTERM', async () => {
+           const entries = await core.shutdown();
+           mark('result drained ' + entries.map((e) => e.drained).join());
+           process.exit(7);
+         });
+         console.log('ready');`,
+        'SIGTERM',
+        {},
+        600,
+      );
+      expect({ status: r.status, signal: r.signal }, r.stderr).toEqual({ status: null, signal: 'SIGTERM' });
+      expect(marks(r.stderr), r.stderr).toEqual(['drain a']);
+    }
+  });
+
   it('configure({ signals: [] }) removes the listeners: SIGTERM ends the process at once, nothing closed (the control)', async () => {
     const r = await runSignalled(
       `${setup} core.configure({ signals: ['SIGTERM'] }); core.configure({ signals: [] }); service('a', 100);
