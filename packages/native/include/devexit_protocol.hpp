@@ -42,6 +42,7 @@ enum class QueueOp : uint8_t {
   kFlush = 8,   // -> completion once everything before it ran
   kCustom = 9,  // backend-specific (loading a module...), with a completion
   kBatch = 10,  // words: a batch from JS (see BatchReader), run command by command
+  kFreeRealm = 11,  // realm: free the buffers that realm allocated (it ended); native only
 };
 
 // The built-in device types: the registry's first type ids (16 and up are given out by name).

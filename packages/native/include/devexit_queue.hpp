@@ -105,9 +105,21 @@ class QueueService : public Service<QueueCommand> {
         }
         void *p = nullptr;
         bool ok = VendorAlloc(c.bytes, &p);
-        buffers_[c.buffer] = Buffer{ok ? p : nullptr, c.bytes};
+        buffers_[c.buffer] = Buffer{ok ? p : nullptr, c.bytes, c.realm};
         break;
       }
+      case QueueOp::kFreeRealm:
+        // A realm (a Worker) ended: what it allocated and did not free, no one else can use (its
+        // buffer objects are its own), and the device outlives it.
+        for (auto it = buffers_.begin(); it != buffers_.end();) {
+          if (it->second.realm != c.realm) {
+            ++it;
+            continue;
+          }
+          if (it->second.ptr) VendorFree(it->second.ptr);
+          it = buffers_.erase(it);
+        }
+        break;
       case QueueOp::kFree: {
         auto it = buffers_.find(c.buffer);
         if (it == buffers_.end()) break;
@@ -200,6 +212,7 @@ class QueueService : public Service<QueueCommand> {
   }
 
   size_t CommandsIn(const QueueCommand &c) const override {
+    if (c.op == QueueOp::kFreeRealm) return 0;  // not the program's: not counted as dropped
     if (c.op != QueueOp::kBatch) return 1;
     BatchReader reader(c.words.data(), c.words.size());
     QueueCommand each;
@@ -232,6 +245,7 @@ class QueueService : public Service<QueueCommand> {
   struct Buffer {
     void *ptr = nullptr;
     uint64_t size = 0;
+    uint32_t realm = 0;  // the allocating realm's tag (kFreeRealm)
   };
 
   // Before a launch, with InFlightBudgetNs() > 0: when the launches since the last synchronize

@@ -18,6 +18,7 @@
 
 #include <napi.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,9 +29,48 @@
 namespace devexit {
 namespace queue_binding {
 
-// This realm's state, stored as the env's instance data.
+// This realm's state, stored as the env's instance data: deleted when the realm ends (a
+// Worker's end, or the main thread's at a natural exit; not at process.exit()).
 struct RealmData {
   std::shared_ptr<CompletionSink> sink;
+  // Its buffers carry this tag; the services it allocated on, each held until it ends. A device is
+  // the process's, not a realm's: a Worker that ended without freeing its buffers left them
+  // allocated until the device closed (a pool's Worker allocating 4 MiB per task: main's RSS
+  // 73 -> 455 MB over 100 Workers). When the realm ends, each of those services is asked to free
+  // what the realm allocated, after every command it sent (the queue is in order); a closed one
+  // refuses, and its close freed them already.
+  const uint32_t tag = NextTag();
+  std::vector<ServiceRef<QueueService>> allocated_on;
+
+  ~RealmData() {
+    for (auto &q : allocated_on) {
+      QueueCommand c;
+      c.op = QueueOp::kFreeRealm;
+      c.realm = tag;
+      q->Enqueue(std::move(c));
+    }
+  }
+
+  // A service that began to close frees every buffer itself: let go of it here (a realm that
+  // opens and closes devices in a loop would otherwise hold every one it used).
+  void AllocatingOn(QueueService *q) {
+    bool known = false;
+    for (size_t i = 0; i < allocated_on.size();) {
+      if (allocated_on[i].get() == q) known = true;
+      if (allocated_on[i].get() != q && allocated_on[i]->closed()) {
+        allocated_on[i] = std::move(allocated_on.back());
+        allocated_on.pop_back();
+        continue;
+      }
+      i++;
+    }
+    if (!known) allocated_on.emplace_back(q);
+  }
+
+  static uint32_t NextTag() {
+    static std::atomic<uint32_t> next{1};
+    return next.fetch_add(1, std::memory_order_relaxed);
+  }
 };
 
 inline RealmData *Realm(Napi::Env env) {
@@ -138,6 +178,9 @@ inline Napi::Value Alloc(const Napi::CallbackInfo &info) {
   c.op = QueueOp::kAlloc;
   c.bytes = Index(info, 1);
   c.buffer = q->NewBufferId();
+  RealmData *realm = Realm(info.Env());
+  realm->AllocatingOn(q);
+  c.realm = realm->tag;
   uint32_t id = c.buffer;
   int status = q->Enqueue(std::move(c));
   return Napi::Number::New(info.Env(), status == kOk ? static_cast<double>(id) : -status);

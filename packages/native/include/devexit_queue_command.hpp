@@ -42,6 +42,7 @@ struct QueueCommand {
   std::string text;           // the custom command's name/entry
   double completion = 0;      // the pending id of read / flush / custom
   std::shared_ptr<CompletionSink> sink;
+  uint32_t realm = 0;  // alloc, free-realm: the realm's tag (queue_binding::RealmData); 0: none
 };
 
 // A batch of commands from JS (launch, fill, copy, free, alloc: the ones that carry no bytes and
