@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { type ChildResult, runMany, testRuns } from '@devexit/testkit';
+import { type ChildResult, runChild, runMany, testRuns } from '@devexit/testkit';
 import { describe, expect, it } from 'vitest';
 import { aborted } from './workerRuns.js';
 
@@ -177,7 +177,7 @@ describe("a Worker's own exit code, each way it ends itself", () => {
     'exit-undefined code 0',
   ];
   it(`with core loaded and a close registered in each Worker: the codes Node gives without devexit, each close once (${RUNS} runs)`, async () => {
-    const [plain] = await runMany(1, { script: codes, args: ['none'], timeoutMs: 30_000 });
+    const plain = await runChild({ script: codes, args: ['none'], timeoutMs: 30_000 });
     expect(lines(plain, / code /), show(plain)).toEqual(expected);
     for (const r of await runMany(RUNS, { script: codes, args: ['devexit'], timeoutMs: 30_000 })) {
       expectEndedZero(r);
