@@ -195,9 +195,9 @@ size_t TakeGuardWarnings(char *buf, size_t size) {
     std::lock_guard<std::mutex> lock(g.mu);
     if (g.asked_off_main && g.tls_armed_by.empty() && (EnabledLayers() & kLayerTls))
       AddWarning(
-          "devexit: the main-thread guard is not armed: @devexit/native was first loaded in a Worker. Exits that "
-          "skip the 'exit' event rely on exit handlers alone until the main thread loads it; preload it with "
-          "`node -r @devexit/native/register`");
+          "devexit: the main-thread guard is not armed: @devexit/native was first loaded in a Worker. Until the main "
+          "thread loads devexit, its exits rely on exit handlers alone, and teardown a runtime registers after them "
+          "(ROCm's compiler, in its first compile) runs first; preload it with `node -r @devexit/native/register`");
   }
 #endif
   return TakeWarnings(buf, size);
