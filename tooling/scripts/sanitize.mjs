@@ -40,13 +40,13 @@ const ADDONS = [
 // (the shared service layer every native backend uses, through its headers), and the stand-in and
 // real-compiler suites (hiprtc, NVRTC) of hip and cuda. Each repeated child runs once (RUNS_CAP)
 // instead of 10 to 30 (DEVEXIT_TEST_RUNS): ASan finds a bad access in the run where it happens,
-// and the rare races are what the unsanitized passes repeat for (CI: 3 runs, then 2 with every
-// core busy) and what TSan is for; at 3 runs this step took 6.4 min of a 25-minute CI. Left out, to keep CI short (Node
-// itself runs several times slower with the ASan runtime preloaded): the conformance suites
-// (argument rules and exit rows, the same across backends) and hip's and cuda's frees-at-end and
-// Workers suites (the same service layer as cpu's defect suite), which run unsanitized; and the
-// real-runtime exit races (exitRace, nvrtcRace, driver, signals), whose guard-off arms crash
-// inside the vendor's own uninstrumented teardown, which is what they measure.
+// and the rare races are what the unsanitized passes repeat for (CI: 2 runs, then 2 more with
+// every core busy) and what TSan is for; at 3 runs this step took 6.4 min of CI's 25. Left out,
+// to keep CI short (Node itself runs several times slower with the ASan runtime preloaded): the
+// conformance suites (argument rules and exit rows, the same across backends) and hip's and cuda's
+// frees-at-end and Workers suites (the same service layer as cpu's defect suite), which run
+// unsanitized; and the real-runtime exit races (exitRace, nvrtcRace, driver, signals), whose
+// guard-off arms crash inside the vendor's own uninstrumented teardown, which is what they measure.
 const RUNS_CAP = { address: '1', thread: '', leak: '' };
 const SUITES = {
   // `leak`: the LeakSanitizer step of `address` alone (an ASan build; no suite).
@@ -76,15 +76,16 @@ const SUITES = {
     [
       'tooling/exit-paths',
       ['test/graceful.test.ts', 'test/workers.test.ts', '-t', 'stuck|never ends|observer'],
-      { DEVEXIT_TEST_RUNS: '3' },
+      { DEVEXIT_TEST_RUNS: '2' },
     ],
     ['packages/cpu', ['test/defects.test.ts', '-t', 'closeServices\\(\\{ final: false \\}\\)']],
     // shutdown(): the drain on close_async's helper thread while the JS thread takes completions.
-    // Its signal and race rows, each child 3 times (the close-vs-submit race above keeps its 10).
+    // Its signal and race rows, each child twice (TSan reports a race on a path that ran, whether
+    // or not it went wrong there; the close-vs-submit race above keeps its 10).
     [
       'packages/cpu',
       ['test/shutdown.test.ts', '-t', 'queued launches and a pending read|second signal|racing'],
-      { DEVEXIT_TEST_RUNS: '3' },
+      { DEVEXIT_TEST_RUNS: '2' },
     ],
   ],
 };
