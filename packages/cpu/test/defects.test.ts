@@ -61,7 +61,13 @@ describe("cpu: Workers allocate on main's device and end without freeing (3 runs
         const [first = Number.NaN, last = Number.NaN, ...more] = [...r.stdout.matchAll(/^rss (\d+)$/gm)].map(
           (m) => Number(m[1]),
         );
-        expect({ more: more.length, growth: last - first < 32 }, r.stdout).toEqual({ more: 0, growth: true });
+        // Under ASan (CI's sanitizer step preloads it) freed memory waits in the allocator's
+        // quarantine: RSS does not fall there, and ASan checks the frees' memory use instead.
+        const asan = /libasan/.test(process.env.LD_PRELOAD ?? '');
+        expect({ more: more.length, growth: asan || last - first < 32 }, r.stdout).toEqual({
+          more: 0,
+          growth: true,
+        });
         expect(r.stdout).toContain('main ok');
         expect(r.stdout).not.toContain('worker error');
       }
