@@ -40,26 +40,25 @@ namespace devexit {
 // page is faulted in per 2 MiB; where malloc has the memory already (freed by an earlier index or
 // anything else), it is used as it is. (Its own mapping, as before, took fresh pages every time,
 // which this project's VMs back on first touch at 1-25 ns per key of a re-index: 76 against 62 ns
-// per key at 1M keys, interleaved, tooling/bench's registration rows.) nullptr when out of memory.
+// per key at 1M keys, interleaved, tooling/bench's registration rows.) nullptr when out of memory;
+// std::free releases it.
 constexpr size_t kHugeBytes = size_t{2} << 20;
 
 inline void *AllocZeroed(size_t bytes) {
+  bool huge = false;
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-  if (bytes >= kHugeBytes) {
-    const size_t rounded = (bytes + kHugeBytes - 1) & ~(kHugeBytes - 1);
-    void *p = std::aligned_alloc(kHugeBytes, rounded);
-    if (!p) return nullptr;
-    madvise(p, rounded, MADV_HUGEPAGE);  // a hint: fine if refused
-    std::memset(p, 0, bytes);
-    return p;
-  }
+  huge = bytes >= kHugeBytes;
 #endif
-  void *p = std::aligned_alloc(64, bytes);
-  if (p) std::memset(p, 0, bytes);
+  const size_t align = huge ? kHugeBytes : 64;
+  const size_t rounded = (bytes + align - 1) & ~(align - 1);
+  void *p = std::aligned_alloc(align, rounded);
+  if (!p) return nullptr;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (huge) madvise(p, rounded, MADV_HUGEPAGE);  // a hint: fine if refused
+#endif
+  std::memset(p, 0, bytes);
   return p;
 }
-
-inline void FreeZeroed(void *p, size_t) { std::free(p); }
 
 class KeyFilter {
  public:
@@ -70,19 +69,19 @@ class KeyFilter {
   KeyFilter() = default;
   KeyFilter(const KeyFilter &) = delete;
   KeyFilter &operator=(const KeyFilter &) = delete;
-  ~KeyFilter() { FreeZeroed(words_, bytes()); }
+  ~KeyFilter() { std::free(words_); }
 
   // An empty filter of `blocks` blocks (a power of two, at least 8; 0: none) in place of this one's
   // memory; false (nothing changed) when out of memory.
   bool Allocate(size_t blocks) {
     if (blocks == 0) {
-      FreeZeroed(words_, bytes());
+      std::free(words_);
       words_ = nullptr;
       return true;
     }
     auto *words = static_cast<uint64_t *>(AllocZeroed(blocks * kBlockBytes));
     if (!words) return false;
-    FreeZeroed(words_, bytes());
+    std::free(words_);
     words_ = words;
     log2_blocks_ = static_cast<uint32_t>(__builtin_ctzll(blocks));
     return true;

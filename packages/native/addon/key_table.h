@@ -68,7 +68,7 @@ class KeyTable {
   KeyTable(const KeyTable &) = delete;
   KeyTable &operator=(const KeyTable &) = delete;
   ~KeyTable() {
-    FreeZeroed(slots_, capacity_ * sizeof(uint32_t));
+    std::free(slots_);
     for (Record *c : chunks_) std::free(c);
     for (char *c : names_) std::free(c);
   }
@@ -290,10 +290,10 @@ class KeyTable {
     if (!slots) throw std::bad_alloc();
     KeyFilter filter;
     if (!filter.Allocate(size >= filter_from_ ? size / kSlotsPerBlock : 0)) {
-      FreeZeroed(slots, size * sizeof(uint32_t));
+      std::free(slots);
       throw std::bad_alloc();  // the old index and filter stay
     }
-    FreeZeroed(slots_, capacity_ * sizeof(uint32_t));
+    std::free(slots_);
     slots_ = slots;
     capacity_ = size;
     filter_.Swap(filter);  // the old one goes with `filter`

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -111,20 +112,12 @@ class QueueService : public Service<QueueCommand> {
       case QueueOp::kFreeRealm:
         // A realm (a Worker) ended: what it allocated and did not free, no one else can use (its
         // buffer objects are its own), and the device outlives it.
-        for (auto it = buffers_.begin(); it != buffers_.end();) {
-          if (it->second.realm != c.realm) {
-            ++it;
-            continue;
-          }
-          if (it->second.ptr) VendorFree(it->second.ptr);
-          it = buffers_.erase(it);
-        }
+        for (auto it = buffers_.begin(); it != buffers_.end();)
+          it = it->second.realm == c.realm ? FreeBuffer(it) : std::next(it);
         break;
       case QueueOp::kFree: {
         auto it = buffers_.find(c.buffer);
-        if (it == buffers_.end()) break;
-        if (it->second.ptr) VendorFree(it->second.ptr);
-        buffers_.erase(it);
+        if (it != buffers_.end()) FreeBuffer(it);
         break;
       }
       case QueueOp::kWrite:
@@ -247,6 +240,13 @@ class QueueService : public Service<QueueCommand> {
     uint64_t size = 0;
     uint32_t realm = 0;  // the allocating realm's tag (kFreeRealm)
   };
+  using Buffers = std::unordered_map<uint32_t, Buffer>;
+
+  // Frees one buffer (a failed allocation has no memory to free); the next one.
+  Buffers::iterator FreeBuffer(Buffers::iterator it) {
+    if (it->second.ptr) VendorFree(it->second.ptr);
+    return buffers_.erase(it);
+  }
 
   // Before a launch, with InFlightBudgetNs() > 0: when the launches since the last synchronize
   // are expected to take longer than the budget, synchronizes first, each launch expected to take
@@ -338,7 +338,7 @@ class QueueService : public Service<QueueCommand> {
   std::mutex spare_mu_;
   std::vector<std::vector<double>> spare_words_;
   // Service thread only.
-  std::unordered_map<uint32_t, Buffer> buffers_;
+  Buffers buffers_;
   std::vector<ResolvedArg> args_;
   QueueCommand batch_command_;  // reused for every command of every batch
   uint32_t paced_ = 0;          // launches since the last synchronize (see Pace)

@@ -18,6 +18,7 @@
 
 #include <napi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <string>
@@ -54,17 +55,10 @@ struct RealmData {
   // A service that began to close frees every buffer itself: let go of it here (a realm that
   // opens and closes devices in a loop would otherwise hold every one it used).
   void AllocatingOn(QueueService *q) {
-    bool known = false;
-    for (size_t i = 0; i < allocated_on.size();) {
-      if (allocated_on[i].get() == q) known = true;
-      if (allocated_on[i].get() != q && allocated_on[i]->closed()) {
-        allocated_on[i] = std::move(allocated_on.back());
-        allocated_on.pop_back();
-        continue;
-      }
-      i++;
-    }
-    if (!known) allocated_on.emplace_back(q);
+    const auto closed = [q](const ServiceRef<QueueService> &s) { return s.get() != q && s->closed(); };
+    allocated_on.erase(std::remove_if(allocated_on.begin(), allocated_on.end(), closed), allocated_on.end());
+    const auto known = [q](const ServiceRef<QueueService> &s) { return s.get() == q; };
+    if (std::none_of(allocated_on.begin(), allocated_on.end(), known)) allocated_on.emplace_back(q);
   }
 
   static uint32_t NextTag() {
