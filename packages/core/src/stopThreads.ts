@@ -178,25 +178,40 @@ export async function stopAsync(
   return stuckOf(list);
 }
 
+/** A thread's timed-out entry: recorded in the report, and printed as the report setting says. */
+function reportThread(
+  threadId: number,
+  service: string,
+  layer: string,
+  ms: number,
+  error: string,
+): CloseReportEntry {
+  const entry: CloseReportEntry = {
+    device: { type: 'thread', typeId: 0, index: threadId },
+    service,
+    layer,
+    ms: Math.round(ms * 1000) / 1000,
+    outcome: 'timeout',
+    pid: process.pid,
+    error,
+  };
+  coreState().report.push(entry);
+  const mode = settings().report;
+  if (mode !== 'off') writeStderr(`${formatReportLine(entry, mode)}\n`);
+  return entry;
+}
+
 /** The report entry and warning of a critical section still open at the deadline. */
 export function reportStuck(stuck: Stuck[], layer: string, ms: number): CloseReportEntry[] {
-  const mode = settings().report;
-  const out: CloseReportEntry[] = [];
-  for (const s of stuck) {
-    const entry: CloseReportEntry = {
-      device: { type: 'thread', typeId: 0, index: s.threadId },
-      service: `critical:${s.name || 'unnamed'}`,
+  return stuck.map((s) =>
+    reportThread(
+      s.threadId,
+      `critical:${s.name || 'unnamed'}`,
       layer,
-      ms: Math.round(ms * 1000) / 1000,
-      outcome: 'timeout',
-      pid: process.pid,
-      error: `${s.open} critical section(s) still running at the deadline${s.seen ? '' : ' (the thread did not answer: it is blocked inside a call)'}`,
-    };
-    out.push(entry);
-    coreState().report.push(entry);
-    if (mode !== 'off') writeStderr(`${formatReportLine(entry, mode)}\n`);
-  }
-  return out;
+      ms,
+      `${s.open} critical section(s) still running at the deadline${s.seen ? '' : ' (the thread did not answer: it is blocked inside a call)'}`,
+    ),
+  );
 }
 
 /** A thread that did not answer its stop, with closes of its own that did not run. */
@@ -224,24 +239,17 @@ export function unanswered(list: Array<[number, Int32Array]>, mode: number): Una
 /** The report entry of each such thread, and one warning naming them. */
 export function reportUnanswered(list: Unanswered[], layer: string, ms: number): CloseReportEntry[] {
   if (list.length === 0) return [];
-  const mode = settings().report;
-  const out: CloseReportEntry[] = [];
-  for (const u of list) {
-    const entry: CloseReportEntry = {
-      device: { type: 'thread', typeId: 0, index: u.threadId },
-      service: 'closes',
+  const out = list.map((u) =>
+    reportThread(
+      u.threadId,
+      'closes',
       layer,
-      ms: Math.round(ms * 1000) / 1000,
-      outcome: 'timeout',
-      pid: process.pid,
-      error: u.blocked
+      ms,
+      u.blocked
         ? 'the Worker is blocked in Atomics.wait, no critical section open (a pool worker waiting for its next task): its closes did not run'
         : 'the Worker did not answer by the deadline (a synchronous loop): its closes did not run',
-    };
-    out.push(entry);
-    coreState().report.push(entry);
-    if (mode !== 'off') writeStderr(`${formatReportLine(entry, mode)}\n`);
-  }
+    ),
+  );
   const s = settings();
   const say = (blocked: boolean) => {
     const ids = list.filter((u) => u.blocked === blocked).map((u) => u.threadId);

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { outcomes, runMany, summary, testRuns } from '@devexit/testkit';
+import { ending, outcomes, runMany, summary, testRuns } from '@devexit/testkit';
 import { describe, expect, it } from 'vitest';
 
 // The defects found by running ordinary programs against the cpu backend (issue 8). Each test
@@ -53,7 +53,7 @@ describe("cpu: Workers allocate on main's device and end without freeing (3 runs
         timeoutMs: 60_000,
       });
       for (const r of results) {
-        expect({ code: r.code, signal: r.signal, timedOut: r.timedOut }, r.stderr).toEqual({
+        expect(ending(r), r.stderr).toEqual({
           code: 0,
           signal: null,
           timedOut: false,
@@ -111,10 +111,7 @@ describe('cpu: closeServices({ final: false }) every 2 ms against two submitting
     );
     for (const r of results) {
       expect(summary(r).crashed, r.stderr.slice(-2000)).toBe(false);
-      expect(
-        { code: r.code, signal: r.signal, timedOut: r.timedOut },
-        r.stdout + r.stderr.slice(-2000),
-      ).toEqual({
+      expect(ending(r), r.stdout + r.stderr.slice(-2000)).toEqual({
         code: 0,
         signal: null,
         timedOut: false,

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { Device, Queue } from '@devexit/core';
 import { backend, configuredDeviceCount } from '@devexit/cpu';
-import { runMany, summary, testRuns } from '@devexit/testkit';
+import { ending, runMany, summary, testRuns } from '@devexit/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const fixture = (name: string) => join(__dirname, 'fixtures', name);
@@ -175,7 +175,7 @@ describe('cpu devices in child processes', () => {
       timeoutMs: 20_000,
     });
     for (const r of runs) {
-      expect({ code: r.code, signal: r.signal, timedOut: r.timedOut }, r.stderr).toEqual({
+      expect(ending(r), r.stderr).toEqual({
         code: 0,
         signal: null,
         timedOut: false,
@@ -195,7 +195,7 @@ describe('cpu devices in child processes', () => {
   it('a dropped flush rejected by closeServices() is not an unhandled rejection (10 runs)', async () => {
     const runs = await runMany(testRuns(10), { script: fixture('droppedFlush.cjs'), timeoutMs: 20_000 });
     for (const r of runs) {
-      expect({ code: r.code, signal: r.signal, timedOut: r.timedOut }, r.stderr).toEqual({
+      expect(ending(r), r.stderr).toEqual({
         code: 0,
         signal: null,
         timedOut: false,

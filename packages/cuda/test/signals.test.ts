@@ -3,7 +3,7 @@
 // itself forever and the process no longer ends by it. The compiler service restores the flags
 // (addon/nvrtc_api.cc). Real NVRTC, no libcuda.
 import { join } from 'node:path';
-import { type ChildResult, runMany, testRuns } from '@devexit/testkit';
+import { type ChildResult, ending, runMany, testRuns } from '@devexit/testkit';
 import { describe, expect, it } from 'vitest';
 import { fixtures, NO_DRIVER_ENV, skipped, unavailable } from './runtimes.js';
 
@@ -25,7 +25,7 @@ describe('cuda: SIGTERM and SIGINT still end a process that compiled with NVRTC 
     it(`${signal} with no listener ends the process by ${signal} after a compile (10 runs)`, async () => {
       const results = await runMany(testRuns(10), child('devexit', signal, 20_000));
       for (const r of results) {
-        expect({ code: r.code, signal: r.signal, timedOut: r.timedOut }, tell(r)).toEqual({
+        expect(ending(r), tell(r)).toEqual({
           code: null,
           signal,
           timedOut: false,

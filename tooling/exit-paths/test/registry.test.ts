@@ -1,7 +1,15 @@
 import { copyFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { type ChildResult, closeCounts, runChild, runMany, runUntilHit, testRuns } from '@devexit/testkit';
+import {
+  type ChildResult,
+  closeCounts,
+  ending,
+  runChild,
+  runMany,
+  runUntilHit,
+  testRuns,
+} from '@devexit/testkit';
 import { describe, expect, it } from 'vitest';
 
 const fixtures = join(__dirname, '..', 'fixtures');
@@ -75,7 +83,7 @@ describe('native registry (child processes)', () => {
       );
     }
     for (const r of results) {
-      expect({ code: r.code, signal: r.signal, timedOut: r.timedOut }, r.stderr).toEqual({
+      expect(ending(r), r.stderr).toEqual({
         code: 5,
         signal: null,
         timedOut: false,

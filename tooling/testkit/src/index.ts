@@ -262,12 +262,15 @@ export function closeCounts(report: CloseReportEntry[]): Record<string, number> 
   return out;
 }
 
+/** How one child ended: its exit code, its signal, and whether it was killed for hanging. */
+export function ending(r: ChildResult): Pick<ChildResult, 'code' | 'signal' | 'timedOut'> {
+  return { code: r.code, signal: r.signal, timedOut: r.timedOut };
+}
+
 /** A compact, deep-equal-friendly summary of one child, for assertions with useful diffs. */
 export function summary(r: ChildResult, expectedSignal?: NodeJS.Signals) {
   return {
-    code: r.code,
-    signal: r.signal,
-    timedOut: r.timedOut,
+    ...ending(r),
     crashed: crashed(r, expectedSignal),
     closes: closeCounts(r.report),
     failed: r.report

@@ -1,4 +1,4 @@
-import type { ChildResult } from '@devexit/testkit';
+import { type ChildResult, ending } from '@devexit/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ABORT_TEXT,
@@ -53,7 +53,7 @@ describe('a Worker blocked in a native call past the deadline (a 60 s call, DEVE
   it('with @devexit/native in main: the process ends at the deadline with its code (0), no abort, the report names the section (5 runs)', async () => {
     const results = await stuck({}, Math.min(RUNS, 5));
     for (const r of results) {
-      expect({ code: r.code, signal: r.signal, timedOut: r.timedOut }, show(r)).toEqual({
+      expect(ending(r), show(r)).toEqual({
         code: 0,
         signal: null,
         timedOut: false,
