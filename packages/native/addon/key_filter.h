@@ -7,7 +7,8 @@
 // stays in the cache where the index does not. On x86-64 with AVX2 (checked at run time) a
 // block is read and written as two 256-bit vectors: the same bits as the scalar code, in fewer
 // instructions (a re-index adds every key again: at a million keys, placing them went from 12-14
-// ns per key to 7.6-9.3; each insert checks and adds once more).
+// ns per key to 7.6-9.3; each insert checks and adds, in one step). The AVX2 code is compiled
+// apart and is not inlined into its callers: a re-index adds a region's keys in one call (AddAll).
 #pragma once
 
 #include <cstddef>
@@ -34,17 +35,20 @@
 
 namespace devexit {
 
-// Zeroed memory for a table's arrays, from malloc, 64-byte aligned. 2 MiB or more is 2 MiB-aligned
-// and marked for transparent huge pages: where its pages are fresh (malloc maps a new block of that
-// size), random accesses miss the TLB on a few huge pages instead of one 4 KiB page each, and a
-// page is faulted in per 2 MiB; where malloc has the memory already (freed by an earlier index or
-// anything else), it is used as it is. (Its own mapping, as before, took fresh pages every time,
-// which this project's VMs back on first touch at 1-25 ns per key of a re-index: 76 against 62 ns
-// per key at 1M keys, interleaved, tooling/bench's registration rows.) nullptr when out of memory;
-// std::free releases it.
+// Memory for a table's arrays, from malloc, 64-byte aligned and not zeroed: the key table zeroes
+// a large index and its filter region by region as it fills them, so that each line is brought in
+// once instead of twice (a memset of the whole index first, then the placing, each a pass over
+// memory the cache does not hold: at a million keys a re-index went from ~13 to ~8 ns per key).
+// 2 MiB or more is 2 MiB-aligned and marked for transparent huge pages: where its pages are fresh
+// (malloc maps a new block of that size), random accesses miss the TLB on a few huge pages
+// instead of one 4 KiB page each, and a page is faulted in per 2 MiB; where malloc has the memory
+// already (freed by an earlier index or anything else), it is used as it is. (Its own mapping, as
+// before, took fresh pages every time, which this project's VMs back on first touch at 1-25 ns per
+// key of a re-index: 76 against 62 ns per key at 1M keys, interleaved, tooling/bench's
+// registration rows.) nullptr when out of memory; std::free releases it.
 constexpr size_t kHugeBytes = size_t{2} << 20;
 
-inline void *AllocZeroed(size_t bytes) {
+inline void *AllocTable(size_t bytes) {
   bool huge = false;
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   huge = bytes >= kHugeBytes;
@@ -52,11 +56,9 @@ inline void *AllocZeroed(size_t bytes) {
   const size_t align = huge ? kHugeBytes : 64;
   const size_t rounded = (bytes + align - 1) & ~(align - 1);
   void *p = std::aligned_alloc(align, rounded);
-  if (!p) return nullptr;
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
-  if (huge) madvise(p, rounded, MADV_HUGEPAGE);  // a hint: fine if refused
+  if (p && huge) madvise(p, rounded, MADV_HUGEPAGE);  // a hint: fine if refused
 #endif
-  std::memset(p, 0, bytes);
   return p;
 }
 
@@ -71,15 +73,16 @@ class KeyFilter {
   KeyFilter &operator=(const KeyFilter &) = delete;
   ~KeyFilter() { std::free(words_); }
 
-  // An empty filter of `blocks` blocks (a power of two, at least 8; 0: none) in place of this one's
-  // memory; false (nothing changed) when out of memory.
+  // A filter of `blocks` blocks (a power of two, at least 8; 0: none) in place of this one's
+  // memory, its bits not set yet: Clear() or ZeroSlots() before use. False (nothing changed) when
+  // out of memory.
   bool Allocate(size_t blocks) {
     if (blocks == 0) {
       std::free(words_);
       words_ = nullptr;
       return true;
     }
-    auto *words = static_cast<uint64_t *>(AllocZeroed(blocks * kBlockBytes));
+    auto *words = static_cast<uint64_t *>(AllocTable(blocks * kBlockBytes));
     if (!words) return false;
     std::free(words_);
     words_ = words;
@@ -94,17 +97,6 @@ class KeyFilter {
     std::swap(log2_blocks_, other.log2_blocks_);
   }
 
-  // False: `h` was never added since the last Clear (or Allocate). True: it may have been, or
-  // there is no filter.
-  bool MaybeHas(uint32_t h) const {
-    if (!words_) return true;
-    const uint64_t *w = words_ + Block(h) * kWords;
-#if DEVEXIT_KEY_FILTER_AVX2
-    if (avx2_) return HasAvx2(w, Bits(h));
-#endif
-    return HasScalar(w, Bits(h));
-  }
-
   void Add(uint32_t h) {
     if (!words_) return;
     uint64_t *w = words_ + Block(h) * kWords;
@@ -112,6 +104,28 @@ class KeyFilter {
     if (avx2_) return AddAvx2(w, Bits(h));
 #endif
     AddScalar(w, Bits(h));
+  }
+
+  // Adds `h`, and says whether it may have been there before: false when it was never added since
+  // its blocks were last cleared; true when it may have been, or there is no filter.
+  bool CheckAndAdd(uint32_t h) {
+    if (!words_) return true;
+    uint64_t *w = words_ + Block(h) * kWords;
+#if DEVEXIT_KEY_FILTER_AVX2
+    if (avx2_) return CheckAndAddAvx2(w, Bits(h));
+#endif
+    return CheckAndAddScalar(w, Bits(h));
+  }
+
+  // Add(items[i].hash) for each of n items: in one call, where each Add is a call of its own (the
+  // AVX2 code is compiled apart and is not inlined into its callers).
+  template <typename T>
+  void AddAll(const T *items, size_t n) {
+    if (!words_) return;
+#if DEVEXIT_KEY_FILTER_AVX2
+    if (avx2_) return AddAllAvx2(words_, log2_blocks_, items, n);
+#endif
+    for (size_t i = 0; i < n; i++) AddScalar(words_ + Block(items[i].hash) * kWords, Bits(items[i].hash));
   }
 
   // The bit in each word: six bits each of a second mix of h.
@@ -132,6 +146,11 @@ class KeyFilter {
   }
   static void AddScalar(uint64_t *w, uint64_t x) {
     for (uint32_t i = 0; i < kWords; i++) w[i] |= uint64_t{1} << (x >> (6 * i) & 63);
+  }
+  static bool CheckAndAddScalar(uint64_t *w, uint64_t x) {
+    const bool had = HasScalar(w, x);
+    AddScalar(w, x);
+    return had;
   }
 #if DEVEXIT_KEY_FILTER_AVX2
   static bool CpuHasAvx2() {
@@ -158,10 +177,30 @@ class KeyFilter {
     _mm256_store_si256(v, _mm256_or_si256(_mm256_load_si256(v), lo));
     _mm256_store_si256(v + 1, _mm256_or_si256(_mm256_load_si256(v + 1), hi));
   }
+  __attribute__((target("avx2"))) static bool CheckAndAddAvx2(uint64_t *w, uint64_t x) {
+    __m256i lo, hi;
+    MasksAvx2(x, &lo, &hi);
+    auto *v = reinterpret_cast<__m256i *>(w);
+    const __m256i a = _mm256_load_si256(v), b = _mm256_load_si256(v + 1);
+    _mm256_store_si256(v, _mm256_or_si256(a, lo));
+    _mm256_store_si256(v + 1, _mm256_or_si256(b, hi));
+    return _mm256_testc_si256(a, lo) & _mm256_testc_si256(b, hi);
+  }
+  template <typename T>
+  __attribute__((target("avx2"))) static void AddAllAvx2(uint64_t *words, uint32_t log2_blocks, const T *items,
+                                                         size_t n) {
+    for (size_t i = 0; i < n; i++) AddAvx2(words + BlockOf(items[i].hash, log2_blocks) * kWords, Bits(items[i].hash));
+  }
 #endif
 
   void Clear() {
     if (words_) std::memset(words_, 0, bytes());
+  }
+
+  // Clears the blocks of the index slots [from, to) (multiples of kSlotsPerBlock, within the
+  // index the filter was allocated for: one block per kSlotsPerBlock slots).
+  void ZeroSlots(size_t from, size_t to) {
+    if (words_) std::memset(words_ + (from >> kBlockShift) * kWords, 0, ((to - from) >> kBlockShift) * kBlockBytes);
   }
 
   // words_ | log2(blocks) (blocks are 64-byte aligned): for Prefetch, read without the table's lock.

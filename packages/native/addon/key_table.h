@@ -20,9 +20,10 @@
 //   index and the pending list. Erase and the rest place the pending keys first: they see an
 //   exact index.
 // - The index doubles when half full (erased slots included). A large one is refilled region by
-//   region from the records sorted by region (512k keys into 2M slots: ~21 ns per key, ~47 in
-//   registration order), and from 2 MiB it is marked for huge pages (AllocZeroed).
-// What is left at a million keys (~2x the cost per key at 1k on this VM): placing the pending
+//   region from the records sorted by region, each region zeroed just before its keys go in
+//   (512k keys into 2M slots: ~8 ns per key; ~13 with the index zeroed first, ~47 in registration
+//   order), and from 2 MiB it is marked for huge pages (AllocTable).
+// What is left at a million keys (~1.4x the cost per key at 1k on this VM): placing the pending
 // keys (memory-bound, overlapped), the re-indexes (every key is placed again ~once on the way to
 // 1M; growing by 4 instead of 2 from 2 MiB, ~0.35 times, measured slower: the keys from 256k on
 // then go into an index and filter twice as large), the filter's cache misses, and the false
@@ -94,29 +95,35 @@ class KeyTable {
   }
 
   // Adds the key (close must be set); false if the key is there (then nothing changes). May
-  // throw std::bad_alloc, before changing anything.
+  // throw std::bad_alloc, before changing anything (a re-index or compaction may have happened:
+  // they change nothing that can be seen).
   bool Insert(uint64_t hash, uint16_t type, uint32_t index, std::string_view service, devexit_close_fn close,
               void *ctx) {
     const auto h = static_cast<uint32_t>(hash);
-    // The filter says "new" for almost every new key: then the key is neither in the index nor
-    // pending, and its slot is found later, with the other pending keys'. Otherwise (and always
-    // for a small index, which has no filter) the exact check: the index, then the pending keys.
-    if (filter_.MaybeHas(h)) {  // always, without a filter
-      if (filter_.active()) uncertain_++;
-      if (Find(hash, type, index, service) != kNone || FindPending(h, type, index, service)) return false;
-    }
-    Reserve(service.size());  // may throw: nothing changed yet (a re-index places what is pending)
-    const uint32_t number = static_cast<uint32_t>(used_++);
+    // Room first, then the record and its name written where the next ones go, not counted yet:
+    // meanwhile the filter block that Prefetch asked for arrives (1-2 ns per key less, at any
+    // size). A duplicate leaves them there, to be written over.
+    Reserve(service.size());
+    const uint32_t number = static_cast<uint32_t>(used_);
     Record &r = At(number);
     r.close = close;
     r.ctx = ctx;
     r.index = index;
     r.type = type;
-    r.hash = static_cast<uint32_t>(hash);
+    r.hash = h;
     r.tag = Tag(hash);
     r.name_size = static_cast<uint8_t>(service.size());
-    r.name = AppendName(service);
-    filter_.Add(h);
+    r.name = WriteName(service);
+    // The filter says "new" for almost every new key: then the key is neither in the index nor
+    // pending, and its slot is found later, with the other pending keys'. Otherwise (and always
+    // for a small index, which has no filter) the exact check: the index, then the pending keys.
+    // The key's filter bits are set in the same step: a key found has them already.
+    if (filter_.CheckAndAdd(h)) {  // always true without a filter
+      if (filter_.active()) uncertain_++;
+      if (Find(hash, type, index, service) != kNone || FindPending(h, type, index, service)) return false;
+    }
+    used_++;
+    name_used_ += service.size() + 1;
     const uint32_t word = Word(r, number);
     if (!filter_.active()) {
       Place(h, word);  // a small index: in the cache
@@ -184,6 +191,11 @@ class KeyTable {
   static constexpr size_t kNone = ~size_t{0};
   static constexpr size_t kPending = 64;                   // keys placed in the index together
   static constexpr uintptr_t kHintBits = 63;               // log2(capacity) in the slots' low bits
+  static constexpr unsigned kRegionBits = 13;               // a re-index's region: 8192 slots
+  struct Pending {
+    uint32_t hash;  // the hash's low bits
+    uint32_t word;  // the record's slot word
+  };
   static_assert(kMaxRecords == size_t{1} << kNumberBits, "");
 
   static uint8_t Tag(uint64_t h) {
@@ -242,13 +254,19 @@ class KeyTable {
     pending_size_ = 0;
   }
 
-  uint32_t AppendName(std::string_view service) {
+  // Writes the name where the next one goes (Reserve made room); Insert counts it.
+  uint32_t WriteName(std::string_view service) {
     char *at = names_[name_chunk_] + name_used_;
     std::memcpy(at, service.data(), service.size());
     at[service.size()] = '\0';
-    const auto where = static_cast<uint32_t>(name_chunk_ << 16 | name_used_);
-    name_used_ += service.size() + 1;
-    return where;
+    return static_cast<uint32_t>(name_chunk_ << 16 | name_used_);
+  }
+
+  // So that push_back cannot throw after a chunk is allocated; doubling, where reserve(size + 1)
+  // would copy every chunk pointer for each new chunk.
+  template <typename T>
+  static void RoomForOneMore(std::vector<T> &v) {
+    if (v.size() == v.capacity()) v.reserve(v.size() * 2 + 8);
   }
 
   // Room for one more record, its name and its slot. The index stays at most half full, erased
@@ -259,7 +277,7 @@ class KeyTable {
     if (used_ >= kChunk && live_ * 2 < used_) Compact();
     if (used_ >= kMaxRecords) throw std::bad_alloc();
     if (used_ == chunks_.size() * kChunk) {
-      chunks_.reserve(chunks_.size() + 1);
+      RoomForOneMore(chunks_);
       auto *chunk = static_cast<Record *>(std::malloc(kChunk * sizeof(Record)));
       if (!chunk) throw std::bad_alloc();
       chunks_.push_back(chunk);
@@ -267,7 +285,7 @@ class KeyTable {
     if (names_.empty() || name_used_ + name_size + 1 > kNameChunk) {
       const size_t next = names_.empty() ? 0 : name_chunk_ + 1;
       if (next == names_.size()) {
-        names_.reserve(names_.size() + 1);
+        RoomForOneMore(names_);
         auto *chunk = static_cast<char *>(std::malloc(kNameChunk));
         if (!chunk) throw std::bad_alloc();
         names_.push_back(chunk);
@@ -283,10 +301,10 @@ class KeyTable {
   }
 
   // A new index of `size` slots (an index of 2 MiB or more, from ~130k keys, is marked for huge
-  // pages: see AllocZeroed) and a new filter of half a byte per slot, both filled
+  // pages: see AllocTable) and a new filter of half a byte per slot, both filled
   // from the records (pending keys included). May throw std::bad_alloc, changing nothing.
   void Reindex(size_t size) {
-    auto *slots = static_cast<uint32_t *>(AllocZeroed(size * sizeof(uint32_t)));
+    auto *slots = static_cast<uint32_t *>(AllocTable(size * sizeof(uint32_t)));
     if (!slots) throw std::bad_alloc();
     KeyFilter filter;
     if (!filter.Allocate(size >= filter_from_ ? size / kSlotsPerBlock : 0)) {
@@ -303,12 +321,15 @@ class KeyTable {
                       std::memory_order_relaxed);
   }
 
-  // Fills the (empty) index and filter from the live records; nothing is left pending. A large
-  // index region by region (RebuildByRegion), a small one in registration order.
+  // Fills the index and filter from the live records, whatever they held before (a new index's
+  // memory is not zeroed); nothing is left pending. A large index region by region
+  // (RebuildByRegion), a small one zeroed and then filled in registration order.
   void Rebuild() {
     pending_size_ = 0;
     dead_slots_ = 0;
     if (capacity_ >= filter_from_ && RebuildByRegion()) return;
+    std::memset(slots_, 0, capacity_ * sizeof(uint32_t));
+    filter_.Clear();
     for (size_t i = 0; i < used_; i++) {
       const Record &r = At(i);
       if (!r.close) continue;
@@ -318,36 +339,99 @@ class KeyTable {
   }
 
   // The same for a large index, one region of it (32 KiB, and its filter blocks) after another:
-  // the live records, sorted by region first (a counting sort into scratch memory, 8 bytes per
-  // key), then written where the region's lines are in the cache; taken in registration order,
-  // every one would wait for the memory. False (nothing changed) without memory for the sort.
+  // the live records, sorted by region first (SortByRegion), then written where the region's lines
+  // are in the cache; taken in registration order, every one would wait for the memory. Each
+  // region is zeroed (index and filter) with the next one before its keys go in, while its lines
+  // are fetched anyway: a key's run of occupied slots may go on past its region's end, and further
+  // on is zeroed when a run reaches it. False (nothing changed) without memory for the sort.
   bool RebuildByRegion() {
-    constexpr unsigned kRegionBits = 13;
     const size_t regions = capacity_ > (size_t{1} << kRegionBits) ? capacity_ >> kRegionBits : 1;
     const size_t mask = capacity_ - 1;
-    auto *at = static_cast<uint32_t *>(std::calloc(regions + 1, sizeof(uint32_t)));
-    if (!at) return false;
+    Pending *sorted;
+    uint32_t *bounds;
+    if (!SortByRegion(regions, &sorted, &bounds)) return false;
+    size_t zeroed = 0;  // index slots [0, zeroed) and their filter blocks are zeroed
+    const auto zero_to = [&](size_t end) {
+      end = end < capacity_ ? end : capacity_;
+      if (end <= zeroed) return;
+      std::memset(slots_ + zeroed, 0, (end - zeroed) * sizeof(uint32_t));
+      filter_.ZeroSlots(zeroed, end);
+      zeroed = end;
+    };
+    for (size_t g = 0; g < regions; g++) {
+      zero_to((g + 2) << kRegionBits);
+      filter_.AddAll(sorted + bounds[2 * g], bounds[2 * g + 1] - bounds[2 * g]);
+      for (size_t k = bounds[2 * g]; k < bounds[2 * g + 1]; k++) {
+        const uint32_t h = sorted[k].hash;
+        size_t slot = h & mask;
+        while (true) {
+          if (slot == zeroed) zero_to(zeroed + (size_t{1} << kRegionBits));  // (a run wraps to 0: zeroed)
+          if (!(slots_[slot] >> kNumberBits)) break;
+          slot = (slot + 1) & mask;
+        }
+        slots_[slot] = sorted[k].word;
+      }
+    }
+    zero_to(capacity_);
+    std::free(sorted);
+    std::free(bounds);
+    return true;
+  }
+
+  // The live records' hashes and slot words, sorted by the index region of their home slot into
+  // *sorted (std::free it): region g's are (*sorted)[bounds[2g]] to (*sorted)[bounds[2g + 1]]
+  // (std::free *bounds too). One pass over the records, into a room of fixed size per region: the
+  // mean count per region and six standard deviations (the hash spreads keys evenly: a region
+  // fills its room about once in 10^9). Where one does (keys whose hashes cluster), a counting
+  // sort instead: a pass to count and one to place (one pass less took ~0.8 ns per key off a
+  // million keys' registration). False (nothing to free) without memory.
+  bool SortByRegion(size_t regions, Pending **sorted, uint32_t **bounds) {
+    const size_t mask = capacity_ - 1;
+    auto *b = static_cast<uint32_t *>(std::malloc(2 * regions * sizeof(uint32_t)));
+    if (!b) return false;
+    const size_t mean = live_ / regions;
+    size_t root = 1;
+    while (root * root < mean) root++;
+    const size_t room = mean + 6 * root + 32;
+    if (auto *out = static_cast<Pending *>(std::malloc(regions * room * sizeof(Pending)))) {
+      for (size_t g = 0; g < regions; g++) b[2 * g] = b[2 * g + 1] = static_cast<uint32_t>(g * room);
+      size_t i = 0;
+      for (; i < used_; i++) {
+        const Record &r = At(i);
+        if (!r.close) continue;
+        const size_t g = (r.hash & mask) >> kRegionBits;
+        if (b[2 * g + 1] == (g + 1) * room) break;  // full
+        out[b[2 * g + 1]++] = Pending{r.hash, Word(r, i)};
+      }
+      if (i == used_) {
+        *sorted = out;
+        *bounds = b;
+        return true;
+      }
+      std::free(out);
+    }
+    std::memset(b, 0, 2 * regions * sizeof(uint32_t));
     size_t live = 0;
     for (size_t i = 0; i < used_; i++) {
       const Record &r = At(i);
-      if (r.close) at[((r.hash & mask) >> kRegionBits) + 1]++, live++;
+      if (r.close) b[2 * ((r.hash & mask) >> kRegionBits) + 1]++, live++;
     }
-    auto *sorted = static_cast<Pending *>(std::malloc(live * sizeof(Pending) + 1));
-    if (!sorted) {
-      std::free(at);
+    auto *out = static_cast<Pending *>(std::malloc(live * sizeof(Pending) + 1));
+    if (!out) {
+      std::free(b);
       return false;
     }
-    for (size_t g = 1; g <= regions; g++) at[g] += at[g - 1];
+    for (size_t g = 0, start = 0; g < regions; g++) {
+      const uint32_t count = b[2 * g + 1];
+      b[2 * g] = b[2 * g + 1] = static_cast<uint32_t>(start);
+      start += count;
+    }
     for (size_t i = 0; i < used_; i++) {
       const Record &r = At(i);
-      if (r.close) sorted[at[(r.hash & mask) >> kRegionBits]++] = Pending{r.hash, Word(r, i)};
+      if (r.close) out[b[2 * ((r.hash & mask) >> kRegionBits) + 1]++] = Pending{r.hash, Word(r, i)};
     }
-    for (size_t k = 0; k < live; k++) {
-      filter_.Add(sorted[k].hash);
-      Place(sorted[k].hash, sorted[k].word);
-    }
-    std::free(sorted);
-    std::free(at);
+    *sorted = out;
+    *bounds = b;
     return true;
   }
 
@@ -370,9 +454,7 @@ class KeyTable {
     used_ = to;
     name_chunk_ = chunk;
     name_used_ = used;
-    std::memset(slots_, 0, capacity_ * sizeof(uint32_t));
-    filter_.Clear();  // the erased keys' bits go too
-    Rebuild();
+    Rebuild();  // the erased keys' filter bits go too
   }
 
   uint32_t *slots_ = nullptr;       // capacity_ words: a power of two, or none yet
@@ -382,10 +464,6 @@ class KeyTable {
   KeyFilter filter_;
   // For Prefetch without the lock: filter_.Hint(), and slots_ | log2(capacity_).
   std::atomic<uintptr_t> filter_hint_{0}, index_hint_{0};
-  struct Pending {
-    uint32_t hash;  // the hash's low bits
-    uint32_t word;  // the record's slot word
-  };
   Pending pending_[kPending];  // records not in the index yet, all in the filter
   size_t pending_size_ = 0;
   size_t uncertain_ = 0;

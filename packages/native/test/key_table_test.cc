@@ -153,6 +153,50 @@ void Pending() {
   }
 }
 
+// Long runs of occupied slots through the re-index by region (key_table.h's RebuildByRegion, which
+// zeroes the new index region by region as it fills it): keys whose hashes share their low 32 bits
+// have one home slot at every size, here near the end of region 0 (a run across two regions and
+// more, past what is zeroed in advance) and the last slot (a run that wraps to the first), while
+// other keys make the index grow; then most are erased and the rest compacted and re-indexed.
+void Runs() {
+  devexit::KeyTable t(0);  // the filter, and the re-index by region, at any size
+  const long kAcross = 9000, kWrap = 2000, kOthers = 30000;
+  struct Key {
+    uint64_t hash;
+    uint32_t index;
+    std::string name;
+  };
+  std::vector<Key> keys;
+  for (long i = 0; i < kOthers; i++) {
+    if (i < kAcross) keys.push_back({static_cast<uint64_t>(i) << 40 | 0x1F00u, 0, "across" + std::to_string(i)});
+    if (i < kWrap) keys.push_back({static_cast<uint64_t>(i) << 40 | 0xFFFFFFFFu, 1, "wrap" + std::to_string(i)});
+    const std::string name = "k" + std::to_string(i);
+    keys.push_back({devexit::KeyTable::Hash(3, 2, name), 2, name});
+  }
+  for (size_t i = 0; i < keys.size(); i++) {
+    const Key &k = keys[i];
+    Expect(t.Insert(k.hash, 3, k.index, k.name, Close, nullptr), "a new key is inserted", static_cast<long>(i));
+    if (i % 1000 == 999) {
+      for (size_t j = 0; j <= i; j += 37)
+        Expect(!t.Insert(keys[j].hash, 3, keys[j].index, keys[j].name, OtherClose, nullptr), "every key stays found", static_cast<long>(j));
+    }
+  }
+  for (size_t i = 0; i < keys.size(); i++) {
+    const Key &k = keys[i];
+    if (i % 3) Expect(t.Erase(k.hash, 3, k.index, k.name), "a key is erased", static_cast<long>(i));
+  }
+  // The next inserts compact the records (most are erased): the index is rebuilt from the rest.
+  for (long i = 0; i < 2000; i++) {
+    const std::string name = "after" + std::to_string(i);
+    Expect(t.Insert(devexit::KeyTable::Hash(3, 3, name), 3, 3, name, Close, nullptr), "a new key after the erases", i);
+  }
+  for (size_t i = 0; i < keys.size(); i++) {
+    const Key &k = keys[i];
+    Expect(t.Insert(k.hash, 3, k.index, k.name, Close, nullptr) == (i % 3 != 0), "only the erased keys are new again", static_cast<long>(i));
+  }
+  Expect(t.size() == keys.size() + 2000, "size after the runs", 0);
+}
+
 // The filter's two ways of reading and writing a block (key_filter.h: AVX2 where the CPU has it,
 // else scalar) set and test the same bits: random blocks, random keys, each way on its own copy.
 void FilterPaths() {
@@ -183,6 +227,13 @@ void FilterPaths() {
       const uint64_t x = F::Bits(static_cast<uint32_t>(next()));
       Expect(F::HasScalar(a, x) == F::HasAvx2(a, x), "both ways answer alike", round);
     }
+    // Check-and-add: the answer a check gives, then the bits an add sets, each way.
+    for (int probe = 0; probe < 4; probe++) {
+      const uint64_t x = F::Bits(static_cast<uint32_t>(next()));
+      const bool had = F::HasScalar(a, x);
+      Expect(F::CheckAndAddScalar(a, x) == had && F::CheckAndAddAvx2(b, x) == had, "check-and-add answers as a check", round);
+      Expect(std::memcmp(a, b, sizeof a) == 0 && F::HasScalar(a, x), "check-and-add sets the bits", round);
+    }
   }
 #endif
 }
@@ -198,6 +249,7 @@ int main() {
     Run(4, 40000, 1u << 30, 0, filtered);  // distinct long names only
   }
   Pending();
+  Runs();
   std::printf("ok %ld\n", checks);
   return 0;
 }
