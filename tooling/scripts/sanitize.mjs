@@ -71,7 +71,7 @@ const SUITES = {
     ['packages/cuda', ['test/standin.test.ts', 'test/nvrtc.test.ts', 'test/kernels.test.ts']],
   ],
   thread: [
-    ['tooling/exit-paths', ['test/registry.test.ts', '-t', 'register 100k keys']],
+    ['tooling/exit-paths', ['test/registry.test.ts', '-t', 'register (100k|320k) keys']],
     // The watchdog thread against the JS thread's watch and unwatch, and its end of the process.
     [
       'tooling/exit-paths',

@@ -51,6 +51,31 @@ describe('native registry (child processes)', () => {
     expect(runs.some(raced)).toBe(true);
   });
 
+  it('8 native threads register 320k keys, 131k and more before the close, each key also again (the key table with its filter, pending keys and re-indexes by region, from 131,072 keys): each accepted close runs exactly once, no key twice', async () => {
+    // The close comes after 1 s: by then at least the 131,072 keys that take the table past its
+    // filter threshold (2 MiB of index) are in, also on a loaded machine or under a sanitizer.
+    // Each thread registers again the key it just registered (pending in the table) and the one
+    // 1000 before (in its index): a registry whose filter answered "new" for them accepted 377,867.
+    const runs = await runMany(testRuns(2), {
+      script: join(fixtures, 'stress.cjs'),
+      args: ['8', '40000', '1000', 'dups'],
+      timeoutMs: 90_000,
+    });
+    for (const r of runs) {
+      expect({ code: r.code, signal: r.signal }, r.stderr).toEqual({ code: 0, signal: null });
+      const s = JSON.parse(r.stdout);
+      expect(s.total).toBe(320_000);
+      expect(s.accepted).toBeGreaterThan(131_072);
+      expect(s.accepted + s.refused).toBe(s.total);
+      expect(s.otherStatus).toBe(0);
+      expect(s.acceptedNotClosedOnce).toBe(0);
+      expect(s.refusedButClosed).toBe(0);
+      expect(s.closedTwiceOrMore).toBe(0);
+      expect(s.closedOnce).toBe(s.accepted);
+      expect([s.duplicatesAccepted, s.duplicatesOtherStatus, s.duplicatesClosed]).toEqual([0, 0, 0]);
+    }
+  });
+
   it('shutdown(): the closes run on a helper thread while the event loop turns; registrations are refused at once, yet is_exiting() stays 0 until they ran', async () => {
     const r = await runChild({ script: join(fixtures, 'shutdown.cjs'), args: ['drain'], timeoutMs: 30_000 });
     expect({ code: r.code, signal: r.signal }, r.stderr).toEqual({ code: 0, signal: null });

@@ -188,8 +188,11 @@ Napi::Value ExitNow(const Napi::CallbackInfo &info) {
   exit(info[0].As<Napi::Number>().Int32Value());
 }
 
-// stress(threads, keysPerThread): threads register keys while another thread runs the close.
-// Returns counts that must hold: every accepted key closed exactly once; refused keys never.
+// stress(threads, keysPerThread, closeAfterMs, duplicates): threads register keys while another
+// thread runs the close. Returns counts that must hold: every accepted key closed exactly once;
+// refused keys never. With `duplicates`, each thread also registers again, under another context,
+// the key it just registered (still pending in a large table) and the one it registered 1000
+// keys before (in the index by then): none may be accepted.
 struct StressKey {
   std::atomic<int> closes{0};
 };
@@ -205,6 +208,9 @@ Napi::Value Stress(const Napi::CallbackInfo &info) {
   uint16_t type = static_cast<uint16_t>(TypeOf(env, "stress"));
   std::vector<StressKey> keys(static_cast<size_t>(nthreads) * per);
   std::vector<int> status(keys.size(), 0);
+  const bool dups = info.Length() > 3 && info[3].ToBoolean().Value();
+  StressKey dup_ctx;  // a duplicate accepted would close it
+  std::atomic<int> dup_accepted{0}, dup_other{0};
   std::atomic<int> started{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < nthreads; t++) {
@@ -217,6 +223,17 @@ Napi::Value Stress(const Napi::CallbackInfo &info) {
         id.index = static_cast<uint32_t>(k % 64);  // 64 devices, many services each
         std::string service = "s" + std::to_string(k);
         status[k] = reg->register_close(id, service.c_str(), CloseStress, &keys[k]);
+        if (!dups) continue;
+        for (size_t back : {size_t{0}, size_t{1000}}) {
+          if (static_cast<size_t>(i) < back || status[k - back] != DEVEXIT_OK) continue;
+          devexit_device_id again;
+          again.type = type;
+          again.index = static_cast<uint32_t>((k - back) % 64);
+          const std::string name = "s" + std::to_string(k - back);
+          const int st = reg->register_close(again, name.c_str(), CloseStress, &dup_ctx);
+          if (st == DEVEXIT_OK) dup_accepted++;
+          else if (st != DEVEXIT_ALREADY_REGISTERED && st != DEVEXIT_ERR_EXITING) dup_other++;
+        }
       }
     });
   }
@@ -259,6 +276,11 @@ Napi::Value Stress(const Napi::CallbackInfo &info) {
   out["closedTwiceOrMore"] = twice;
   out["acceptedNotClosedOnce"] = accepted_not_closed;
   out["refusedButClosed"] = refused_but_closed;
+  if (dups) {
+    out["duplicatesAccepted"] = dup_accepted.load();
+    out["duplicatesOtherStatus"] = dup_other.load();
+    out["duplicatesClosed"] = dup_ctx.closes.load();
+  }
   // Registration after the close: must be refused, not silently accepted.
   devexit_device_id late;
   late.type = type;

@@ -29,6 +29,12 @@ export interface StressResult {
   acceptedNotClosedOnce: number;
   refusedButClosed: number;
   lateStatus: number;
+  /** With `duplicates`: registrations of a key again that were accepted (must be 0). */
+  duplicatesAccepted?: number;
+  /** With `duplicates`: their statuses other than already registered or exiting (must be 0). */
+  duplicatesOtherStatus?: number;
+  /** With `duplicates`: closes of the duplicates' context (must be 0). */
+  duplicatesClosed?: number;
 }
 
 export interface FixtureAddon {
@@ -37,7 +43,7 @@ export interface FixtureAddon {
   exitFromThread(code: number): void;
   /** Native exit(code) on the calling (main) thread: no 'exit' event, no JS. */
   exitNow(code: number): never;
-  stress(threads: number, keysPerThread: number, closeAfterMs?: number): StressResult;
+  stress(threads: number, keysPerThread: number, closeAfterMs?: number, duplicates?: boolean): StressResult;
   /** Registers n idle closes spread over 64 devices; returns the nanoseconds it took. */
   registerMany(backend: string, n: number): number;
   abiMismatch(): { status: number; message: string };
