@@ -387,23 +387,28 @@ class KeyTable {
   // million keys' registration). False (nothing to free) without memory.
   bool SortByRegion(size_t regions, Pending **sorted, uint32_t **bounds) {
     const size_t mask = capacity_ - 1;
+    const auto region = [mask](uint32_t h) { return (h & mask) >> kRegionBits; };
     auto *b = static_cast<uint32_t *>(std::malloc(2 * regions * sizeof(uint32_t)));
     if (!b) return false;
+    // Each live record's hash and word at the end of its region's keys in `out` (b[2g + 1]);
+    // false, part done, where full(g) says region g has no room left.
+    const auto scatter = [&](Pending *out, auto &&full) {
+      for (size_t i = 0; i < used_; i++) {
+        const Record &r = At(i);
+        if (!r.close) continue;
+        const size_t g = region(r.hash);
+        if (full(g)) return false;
+        out[b[2 * g + 1]++] = Pending{r.hash, Word(r, i)};
+      }
+      return true;
+    };
     const size_t mean = live_ / regions;
     size_t root = 1;
     while (root * root < mean) root++;
     const size_t room = mean + 6 * root + 32;
     if (auto *out = static_cast<Pending *>(std::malloc(regions * room * sizeof(Pending)))) {
       for (size_t g = 0; g < regions; g++) b[2 * g] = b[2 * g + 1] = static_cast<uint32_t>(g * room);
-      size_t i = 0;
-      for (; i < used_; i++) {
-        const Record &r = At(i);
-        if (!r.close) continue;
-        const size_t g = (r.hash & mask) >> kRegionBits;
-        if (b[2 * g + 1] == (g + 1) * room) break;  // full
-        out[b[2 * g + 1]++] = Pending{r.hash, Word(r, i)};
-      }
-      if (i == used_) {
+      if (scatter(out, [&](size_t g) { return b[2 * g + 1] == (g + 1) * room; })) {
         *sorted = out;
         *bounds = b;
         return true;
@@ -414,7 +419,7 @@ class KeyTable {
     size_t live = 0;
     for (size_t i = 0; i < used_; i++) {
       const Record &r = At(i);
-      if (r.close) b[2 * ((r.hash & mask) >> kRegionBits) + 1]++, live++;
+      if (r.close) b[2 * region(r.hash) + 1]++, live++;
     }
     auto *out = static_cast<Pending *>(std::malloc(live * sizeof(Pending) + 1));
     if (!out) {
@@ -426,10 +431,7 @@ class KeyTable {
       b[2 * g] = b[2 * g + 1] = static_cast<uint32_t>(start);
       start += count;
     }
-    for (size_t i = 0; i < used_; i++) {
-      const Record &r = At(i);
-      if (r.close) out[b[2 * ((r.hash & mask) >> kRegionBits) + 1]++] = Pending{r.hash, Word(r, i)};
-    }
+    scatter(out, [](size_t) { return false; });  // counted: every region has its room
     *sorted = out;
     *bounds = b;
     return true;
