@@ -1,6 +1,7 @@
 import { copyFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import type { StressResult } from '@devexit/standins';
 import {
   type ChildResult,
   closeCounts,
@@ -20,6 +21,22 @@ const addon = join(
   'devexit_native.node',
 );
 
+// A stress.cjs child (the stand-in fixture's stress()): it ended cleanly, all `total` keys were
+// either accepted or refused as exiting, and each accepted close ran exactly once, refused ones
+// never. Returns the fixture's counts for the row's own checks.
+function eachCloseOnce(r: ChildResult, total: number): StressResult {
+  expect({ code: r.code, signal: r.signal }, r.stderr).toEqual({ code: 0, signal: null });
+  const s = JSON.parse(r.stdout) as StressResult;
+  expect(s.total).toBe(total);
+  expect(s.accepted + s.refused).toBe(s.total);
+  expect(s.otherStatus).toBe(0);
+  expect(s.acceptedNotClosedOnce).toBe(0);
+  expect(s.refusedButClosed).toBe(0);
+  expect(s.closedTwiceOrMore).toBe(0);
+  expect(s.closedOnce).toBe(s.accepted);
+  return s;
+}
+
 describe('native registry (child processes)', () => {
   it('8 native threads register 100k keys while a close runs: each accepted close runs exactly once, later ones are refused', async () => {
     const options = { script: join(fixtures, 'stress.cjs'), args: ['8', '12500', '3'], timeoutMs: 60_000 };
@@ -35,15 +52,7 @@ describe('native registry (child processes)', () => {
     // machine's load can make a few runs all register before it. More, until one raced (20 at most).
     if (!runs.some(raced)) runs.push(...(await runUntilHit(20, options, raced)));
     for (const r of runs) {
-      expect({ code: r.code, signal: r.signal }, r.stderr).toEqual({ code: 0, signal: null });
-      const s = JSON.parse(r.stdout);
-      expect(s.total).toBe(100_000);
-      expect(s.accepted + s.refused).toBe(s.total);
-      expect(s.otherStatus).toBe(0);
-      expect(s.acceptedNotClosedOnce).toBe(0);
-      expect(s.refusedButClosed).toBe(0);
-      expect(s.closedTwiceOrMore).toBe(0);
-      expect(s.closedOnce).toBe(s.accepted);
+      const s = eachCloseOnce(r, 100_000);
       expect(s.lateStatus).toBe(-1); // DEVEXIT_ERR_EXITING: refused, not silently accepted
       expect(s.accepted).toBeGreaterThan(0);
     }
@@ -62,16 +71,8 @@ describe('native registry (child processes)', () => {
       timeoutMs: 90_000,
     });
     for (const r of runs) {
-      expect({ code: r.code, signal: r.signal }, r.stderr).toEqual({ code: 0, signal: null });
-      const s = JSON.parse(r.stdout);
-      expect(s.total).toBe(320_000);
+      const s = eachCloseOnce(r, 320_000);
       expect(s.accepted).toBeGreaterThan(131_072);
-      expect(s.accepted + s.refused).toBe(s.total);
-      expect(s.otherStatus).toBe(0);
-      expect(s.acceptedNotClosedOnce).toBe(0);
-      expect(s.refusedButClosed).toBe(0);
-      expect(s.closedTwiceOrMore).toBe(0);
-      expect(s.closedOnce).toBe(s.accepted);
       expect([s.duplicatesAccepted, s.duplicatesOtherStatus, s.duplicatesClosed]).toEqual([0, 0, 0]);
     }
   });
